@@ -1,0 +1,74 @@
+/**
+ * How many orders were placed in a date range, in total and per status?
+ *
+ * Example input: { "start_date": "2025-03-01", "end_date": "2025-03-07" }
+ *
+ * SQL:
+ *   select "o"."status", count(*) as "order_count"
+ *   from "reporting"."orders" as "o"
+ *   where "o"."ordered_at" >= (cast($1 as timestamp) at time zone $2)
+ *     and "o"."ordered_at" < (cast($3 as timestamp) at time zone $4)
+ *     [and "o"."status" = $5]
+ *   group by "o"."status" order by "o"."status" limit $6
+ */
+import { z } from 'zod';
+import { ordersInRange } from '../src/db/range-sql.js';
+import { ORDER_STATUSES, orderStatus, type OrderStatus } from '../src/lib/arguments.js';
+import { checkDateRange, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
+import { defineTemplate } from '../src/registry.js';
+
+const input = z
+  .strictObject({
+    ...dateRangeFields,
+    status: orderStatus.optional().describe('Count only orders in this status; omit to count all and break them down'),
+  })
+  .superRefine(checkDateRange);
+
+const count = z.number().int().nonnegative();
+const output = z.object({
+  start_date: z.string(),
+  end_date: z.string(),
+  time_zone: z.string(),
+  status: z.enum(ORDER_STATUSES).nullable().describe('The status filter, or null when every status was counted'),
+  order_count: count,
+  by_status: z
+    .object({ pending: count, paid: count, shipped: count, cancelled: count, refunded: count })
+    .optional()
+    .describe('Orders per status; present when no status filter was given'),
+});
+
+export const queryOrderCount = defineTemplate({
+  name: 'query_order_count',
+  title: 'Count orders',
+  description: [
+    'Counts the orders placed between start_date and end_date (both inclusive, at most 90 days).',
+    'Use it for questions like "how many orders last week?" or "how many orders were refunded in March?".',
+    'Every status is counted, including cancelled and refunded orders; without a status filter the result also breaks the count down per status.',
+    'Example input: {"start_date": "2025-03-01", "end_date": "2025-03-07"} or {"start_date": "2025-03-01", "end_date": "2025-03-31", "status": "refunded"}.',
+  ].join(' '),
+  input,
+  output,
+  columns: {
+    status: { type: 'text', source: 'reporting.orders.status' },
+    order_count: { type: 'integer', source: 'computed' },
+  },
+  query: (db, args, ctx) =>
+    ordersInRange(db, resolveRange(args), ctx.timeZone)
+      .$if(args.status !== undefined, (qb) => qb.where('o.status', '=', args.status!))
+      .select((eb) => ['o.status', eb.fn.countAll().as('order_count')])
+      .groupBy('o.status')
+      .orderBy('o.status'),
+  present: (rows, _page, args, ctx) => {
+    const byStatus = Object.fromEntries(ORDER_STATUSES.map((s) => [s, 0])) as Record<OrderStatus, number>;
+    for (const row of rows) byStatus[row.status as OrderStatus] = row.order_count as number;
+    const total = Object.values(byStatus).reduce((sum, n) => sum + n, 0);
+    return {
+      start_date: args.start_date,
+      end_date: args.end_date,
+      time_zone: ctx.timeZone,
+      status: args.status ?? null,
+      order_count: total,
+      ...(args.status === undefined ? { by_status: byStatus } : {}),
+    };
+  },
+});

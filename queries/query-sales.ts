@@ -1,0 +1,127 @@
+/**
+ * What were net sales in a date range, per day, ISO week, month, region or product category?
+ *
+ * Example input: { "start_date": "2025-01-01", "end_date": "2025-03-31", "group_by": "month" }
+ *
+ * SQL (group_by week; day and month differ only in the date_trunc unit):
+ *   select to_char(date_trunc($1, "o"."ordered_at" at time zone $2), 'YYYY-MM-DD') as "group_key",
+ *          count(*) as "order_count", round(sum("o"."total_amount"), 2) as "revenue",
+ *          round(sum("o"."total_amount") / count(*), 2) as "avg_order_value"
+ *   from "reporting"."orders" as "o"
+ *   where <ordered_at in range> and "o"."status" not in ($.., $..)
+ *   group by "group_key" order by "group_key" limit $n
+ * By region the orders are joined to "reporting"."customers"; by category the sums run over
+ * "reporting"."order_items" joined to "reporting"."products", counting distinct orders.
+ */
+import { sql } from 'kysely';
+import { z } from 'zod';
+import { ordersInRange } from '../src/db/range-sql.js';
+import { NON_REVENUE_STATUSES, oneOf } from '../src/lib/arguments.js';
+import { checkDateRange, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
+import { count, echoRange, money, rangeEcho, rowsEnvelope } from '../src/lib/result-shape.js';
+import { defineTemplate } from '../src/registry.js';
+
+const GROUPINGS = ['day', 'week', 'month', 'region', 'category'] as const;
+type Grouping = (typeof GROUPINGS)[number];
+
+const input = z
+  .strictObject({
+    ...dateRangeFields,
+    group_by: oneOf(GROUPINGS, 'How to group the sales'),
+  })
+  .superRefine(checkDateRange);
+
+const row = z.object({
+  period: z.string().optional().describe('First day of the day, ISO week (Monday) or month, YYYY-MM-DD'),
+  region: z.string().optional(),
+  category: z.string().optional(),
+  order_count: count,
+  revenue: money,
+  avg_order_value: money,
+});
+
+const output = z.object({
+  ...rangeEcho,
+  group_by: z.enum(GROUPINGS),
+  ...rowsEnvelope(row),
+});
+
+const keyName = (grouping: Grouping): 'period' | 'region' | 'category' =>
+  grouping === 'region' || grouping === 'category' ? grouping : 'period';
+
+export const querySales = defineTemplate({
+  name: 'query_sales',
+  title: 'Net sales by period, region or category',
+  description: [
+    'Net sales between start_date and end_date (both inclusive, at most 90 days), grouped by day, week (ISO, starting Monday), month, customer region or product category.',
+    'Use it for revenue, order volume and average order value questions: "revenue by region this quarter", "daily sales last month", "which category sold most in March".',
+    'Net sales leave out cancelled and refunded orders. Revenue is the sum of quantity x unit price of the order items; by category, order_count is the number of orders holding at least one item of that category.',
+    'Periods are labelled by their first day, which may fall before start_date; only orders inside the range are counted. Periods without sales are not listed.',
+    'Example input: {"start_date": "2025-01-01", "end_date": "2025-03-31", "group_by": "month"}.',
+  ].join(' '),
+  input,
+  output,
+  columns: {
+    group_key: { type: 'text', source: 'computed' },
+    order_count: { type: 'integer', source: 'computed' },
+    revenue: { type: 'money', source: 'computed' },
+    avg_order_value: { type: 'money', source: 'computed' },
+  },
+  query: (db, args, ctx) => {
+    const orders = ordersInRange(db, resolveRange(args), ctx.timeZone).where(
+      'o.status',
+      'not in',
+      NON_REVENUE_STATUSES,
+    );
+    switch (args.group_by) {
+      case 'region':
+        return orders
+          .innerJoin('reporting.customers as c', 'c.id', 'o.customer_id')
+          .select((eb) => [
+            'c.region as group_key',
+            eb.fn.countAll().as('order_count'),
+            sql<string>`round(sum(${eb.ref('o.total_amount')}), 2)`.as('revenue'),
+            sql<string>`round(sum(${eb.ref('o.total_amount')}) / count(*), 2)`.as('avg_order_value'),
+          ])
+          .groupBy('c.region')
+          .orderBy('revenue', 'desc')
+          .orderBy('group_key');
+      case 'category':
+        return orders
+          .innerJoin('reporting.order_items as oi', 'oi.order_id', 'o.id')
+          .innerJoin('reporting.products as p', 'p.id', 'oi.product_id')
+          .select((eb) => [
+            'p.category as group_key',
+            sql<string>`count(distinct ${eb.ref('o.id')})`.as('order_count'),
+            sql<string>`round(sum(${eb.ref('oi.quantity')} * ${eb.ref('oi.unit_price')}), 2)`.as('revenue'),
+            sql<string>`round(sum(${eb.ref('oi.quantity')} * ${eb.ref('oi.unit_price')}) / count(distinct ${eb.ref('o.id')}), 2)`.as(
+              'avg_order_value',
+            ),
+          ])
+          .groupBy('p.category')
+          .orderBy('revenue', 'desc')
+          .orderBy('group_key');
+      default:
+        return orders
+          .select((eb) => [
+            sql<string>`to_char(date_trunc(${args.group_by}, ${eb.ref('o.ordered_at')} at time zone ${ctx.timeZone}), 'YYYY-MM-DD')`.as(
+              'group_key',
+            ),
+            eb.fn.countAll().as('order_count'),
+            sql<string>`round(sum(${eb.ref('o.total_amount')}), 2)`.as('revenue'),
+            sql<string>`round(sum(${eb.ref('o.total_amount')}) / count(*), 2)`.as('avg_order_value'),
+          ])
+          .groupBy(sql.ref('group_key'))
+          .orderBy('group_key');
+    }
+  },
+  present: (rows, page, args, ctx) => ({
+    ...echoRange(args, ctx.timeZone),
+    group_by: args.group_by,
+    rows: rows.map(
+      ({ group_key, ...figures }) => ({ [keyName(args.group_by)]: group_key, ...figures }) as z.infer<typeof row>,
+    ),
+    row_count: rows.length,
+    truncated: page.truncated,
+  }),
+});

@@ -1,0 +1,80 @@
+import { ConfigError } from './errors.js';
+
+/** Everything the server reads from its environment, parsed once at start-up. */
+export interface Config {
+  /** Reader connection string; undefined selects the embedded default. */
+  readonly databaseUrl: string | undefined;
+  /** Admin connection string, used only by `migrate` and `seed`. */
+  readonly adminDatabaseUrl: string | undefined;
+  /** Folder of the embedded default database. */
+  readonly dataDir: string | undefined;
+  /** IANA time zone in which dates given to tools are read. */
+  readonly timeZone: string;
+  /** Server-side limit on one statement, in milliseconds. */
+  readonly statementTimeoutMs: number;
+  /** Largest number of pooled reader connections. */
+  readonly poolMax: number;
+  /** Key of the keyed hash that turns internal ids into opaque tokens. */
+  readonly tokenKey: string | undefined;
+  /** Name of the read-only role created by the migrations. */
+  readonly readerRole: string;
+  /** Password `migrate` and `seed` give the reader role, when set. */
+  readonly readerPassword: string | undefined;
+  /** Log verbosity on stderr. */
+  readonly logLevel: LogLevel;
+}
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
+
+export const DEFAULT_READER_ROLE = 'querygate_reader';
+
+/** Parses the environment; throws a ConfigError naming the variable on the first bad value. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const timeZone = env.QUERYGATE_TIME_ZONE ?? 'UTC';
+  if (!isTimeZone(timeZone)) {
+    throw new ConfigError(`QUERYGATE_TIME_ZONE: "${timeZone}" is not an IANA time zone`);
+  }
+  const logLevel = (env.QUERYGATE_LOG_LEVEL ?? 'info') as LogLevel;
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError(`QUERYGATE_LOG_LEVEL: must be one of ${LOG_LEVELS.join(', ')}`);
+  }
+  const readerRole = env.QUERYGATE_READER_ROLE ?? DEFAULT_READER_ROLE;
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(readerRole)) {
+    throw new ConfigError('QUERYGATE_READER_ROLE: must be a lower-case SQL identifier');
+  }
+  return {
+    databaseUrl: nonEmpty(env.DATABASE_URL),
+    adminDatabaseUrl: nonEmpty(env.ADMIN_DATABASE_URL),
+    dataDir: nonEmpty(env.QUERYGATE_DATA_DIR),
+    timeZone,
+    statementTimeoutMs: positiveInt(env, 'QUERYGATE_STATEMENT_TIMEOUT_MS', 5000),
+    poolMax: positiveInt(env, 'QUERYGATE_POOL_MAX', 10),
+    tokenKey: nonEmpty(env.QUERYGATE_TOKEN_KEY),
+    readerRole,
+    readerPassword: nonEmpty(env.QUERYGATE_READER_PASSWORD),
+    logLevel,
+  };
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value.trim() === '' ? undefined : value;
+}
+
+function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = nonEmpty(env[name]);
+  if (raw === undefined) return fallback;
+  if (!/^[1-9][0-9]{0,8}$/.test(raw)) {
+    throw new ConfigError(`${name}: "${raw}" is not a positive integer`);
+  }
+  return Number(raw);
+}
+
+function isTimeZone(name: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
+}

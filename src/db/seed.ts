@@ -1,0 +1,303 @@
+/**
+ * Deterministic demo data, loaded with COPY. A seeded PRNG drives every choice, so the same
+ * order count and the same `until` day always give the same rows. Each order's items come from
+ * a PRNG seeded by the order's index, so they can be generated again for the second COPY without
+ * holding a million orders in memory.
+ */
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import pg from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
+import { ConfigError } from '../errors.js';
+import { parseDay } from '../lib/date-range.js';
+import type { Logger } from '../logger.js';
+
+export interface SeedOptions {
+  /** Number of orders to create. */
+  readonly orders: number;
+  /** Last day with orders (YYYY-MM-DD, UTC); the data spans the 730 days up to and including it. */
+  readonly until: string;
+  /** Replace existing sales data instead of refusing to seed a non-empty database. */
+  readonly replace: boolean;
+}
+
+export interface SeedSummary {
+  readonly customers: number;
+  readonly products: number;
+  readonly orders: number;
+  readonly orderItems: number;
+}
+
+export const DEFAULT_SEED_ORDERS = 50_000;
+const SPAN_DAYS = 730;
+const PRODUCT_COUNT = 150;
+const DAY_MS = 86_400_000;
+
+/** mulberry32: small, fast and good enough for demo data; the same seed gives the same sequence. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const FIRST = [
+  'Ada',
+  'Ben',
+  'Chloe',
+  'Dmitri',
+  'Elena',
+  'Farah',
+  'Gustavo',
+  'Hana',
+  'Ivan',
+  'Jia',
+  'Kofi',
+  'Lena',
+  'Mateo',
+  'Nadia',
+  'Omar',
+  'Priya',
+  'Quinn',
+  'Rosa',
+  'Sven',
+  'Tomoko',
+  'Uma',
+  'Victor',
+  'Wen',
+  'Ximena',
+  'Yusuf',
+  'Zoe',
+];
+const LAST = [
+  'Abara',
+  'Becker',
+  'Costa',
+  'Dubois',
+  'Eriksen',
+  'Fischer',
+  'Garcia',
+  'Haddad',
+  'Ito',
+  'Jensen',
+  'Kowalski',
+  'Larsen',
+  'Moreau',
+  'Nakamura',
+  'Okafor',
+  'Petrov',
+  'Quispe',
+  'Rossi',
+  'Silva',
+  'Tanaka',
+  'Umar',
+  'Varga',
+  'Weber',
+  'Xu',
+  'Yilmaz',
+  'Zhang',
+];
+const DOMAINS = ['example.com', 'example.org', 'example.net'];
+const REGIONS = ['North America', 'Europe', 'Asia Pacific', 'Latin America', 'Middle East', 'Africa'];
+const REGION_WEIGHTS = [0.34, 0.28, 0.2, 0.09, 0.05, 0.04];
+const CATEGORIES: Record<string, readonly string[]> = {
+  Electronics: ['Headphones', 'Charger', 'Speaker', 'Webcam', 'Monitor'],
+  Home: ['Lamp', 'Kettle', 'Blanket', 'Vase', 'Clock'],
+  Garden: ['Hose', 'Planter', 'Shears', 'Seed Kit', 'Lantern'],
+  Sports: ['Yoga Mat', 'Dumbbell', 'Bottle', 'Backpack', 'Jump Rope'],
+  Books: ['Cookbook', 'Atlas', 'Novel', 'Field Guide', 'Notebook'],
+  Toys: ['Puzzle', 'Kite', 'Robot Kit', 'Board Game', 'Plush'],
+  Beauty: ['Serum', 'Brush Set', 'Lotion', 'Perfume', 'Mirror'],
+  Office: ['Desk Mat', 'Stapler', 'Pen Set', 'Organizer', 'Chair Cushion'],
+};
+const ADJECTIVES = ['Classic', 'Pro', 'Eco', 'Compact', 'Deluxe', 'Smart'];
+
+const pick = <T>(rand: () => number, items: readonly T[]): T => items[Math.floor(rand() * items.length)]!;
+
+function weighted<T>(rand: () => number, items: readonly T[], weights: readonly number[]): T {
+  let r = rand();
+  for (let i = 0; i < items.length; i++) {
+    r -= weights[i]!;
+    if (r < 0) return items[i]!;
+  }
+  return items[items.length - 1]!;
+}
+
+const cents = (value: number): string => `${Math.floor(value / 100)}.${String(value % 100).padStart(2, '0')}`;
+
+interface Product {
+  readonly sku: string;
+  readonly name: string;
+  readonly category: string;
+  readonly priceCents: number;
+}
+
+function makeProducts(): Product[] {
+  const rand = prng(0x5eed_0001);
+  const categories = Object.keys(CATEGORIES);
+  return Array.from({ length: PRODUCT_COUNT }, (_, i) => {
+    const category = categories[i % categories.length]!;
+    return {
+      sku: `SKU-${String(i + 1).padStart(5, '0')}`,
+      name: `${pick(rand, ADJECTIVES)} ${pick(rand, CATEGORIES[category]!)} ${String.fromCharCode(65 + (i % 26))}${Math.floor(i / 26) + 1}`,
+      category,
+      priceCents: 499 + Math.floor(rand() * 40) * 250 + (rand() < 0.5 ? 0 : 50),
+    };
+  });
+}
+
+/** The items of order `index`: 1 to 4 distinct products; the same index always gives the same items. */
+function itemsOf(index: number, products: readonly Product[]): { product: number; quantity: number }[] {
+  const rand = prng(Math.imul(index + 1, 0x9e3779b1) ^ 0x1234567);
+  const count = weighted(rand, [1, 2, 3, 4], [0.45, 0.3, 0.15, 0.1]);
+  const chosen = new Set<number>();
+  while (chosen.size < count) chosen.add(Math.floor(rand() * products.length));
+  return [...chosen].map((product) => ({ product, quantity: weighted(rand, [1, 2, 3, 5], [0.6, 0.25, 0.1, 0.05]) }));
+}
+
+/** Streams COPY text-format lines from a generator into a table. */
+async function copyInto(client: pg.Client, statement: string, lines: () => Generator<string>): Promise<void> {
+  function* chunks(): Generator<string> {
+    let buffer = '';
+    for (const line of lines()) {
+      buffer += line;
+      if (buffer.length > 1 << 16) {
+        yield buffer;
+        buffer = '';
+      }
+    }
+    if (buffer) yield buffer;
+  }
+  await pipeline(Readable.from(chunks()), client.query(copyFrom(statement)));
+}
+
+/** Loads the demo data through an admin connection, in one transaction. */
+export async function seedDatabase(adminUrl: string, options: SeedOptions, logger: Logger): Promise<SeedSummary> {
+  if (!Number.isInteger(options.orders) || options.orders < 1) {
+    throw new ConfigError('--orders: must be a positive whole number');
+  }
+  const untilDay = parseDay(options.until);
+  if (!untilDay) throw new ConfigError(`--until: ${options.until} is not a real YYYY-MM-DD day`);
+  const end = Date.parse(`${options.until}T00:00:00Z`) + DAY_MS;
+  const start = end - SPAN_DAYS * DAY_MS;
+
+  const started = performance.now();
+  const rand = prng(0x5eed_0000 ^ options.orders);
+  const products = makeProducts();
+  const customerCount = Math.max(100, Math.floor(options.orders / 8));
+
+  // Order times first, sorted, so that order ids grow with time as they do in a real shop.
+  // Density grows over the two years: a mix of uniform and square-root draws.
+  const times = new Float64Array(options.orders);
+  for (let i = 0; i < times.length; i++) {
+    const u = rand();
+    times[i] = start + Math.floor(((0.5 * u + 0.5 * Math.sqrt(u)) * (end - start - 1000)) / 1000) * 1000;
+  }
+  times.sort();
+
+  const client = new pg.Client({ connectionString: adminUrl, application_name: 'querygate-seed' });
+  await client.connect();
+  let orderItems = 0;
+  try {
+    await client.query('begin');
+    if (options.replace) {
+      await client.query('truncate sales.order_items, sales.orders, sales.customers, sales.products restart identity');
+    } else {
+      const { rows } = await client.query<{ n: string }>('select count(*) as n from sales.orders');
+      if (rows[0]!.n !== '0') {
+        throw new ConfigError('the database already holds orders; pass --replace to replace them with demo data');
+      }
+    }
+
+    await copyInto(client, 'copy sales.products (id, sku, name, category, unit_price) from stdin', function* () {
+      for (const [i, p] of products.entries())
+        yield `${i + 1}\t${p.sku}\t${p.name}\t${p.category}\t${cents(p.priceCents)}\n`;
+    });
+
+    await copyInto(
+      client,
+      'copy sales.customers (id, name, email, phone, region, created_at) from stdin',
+      function* () {
+        for (let id = 1; id <= customerCount; id++) {
+          const first = pick(rand, FIRST);
+          const last = pick(rand, LAST);
+          const email = `${first}.${last}${id}@${pick(rand, DOMAINS)}`.toLowerCase();
+          const phone = `+1 555 ${String(100 + Math.floor(rand() * 900))}-${String(Math.floor(rand() * 10000)).padStart(4, '0')}`;
+          const region = weighted(rand, REGIONS, REGION_WEIGHTS);
+          const created = new Date(start - Math.floor(rand() * 365) * DAY_MS).toISOString();
+          yield `${id}\t${first} ${last}\t${email}\t${phone}\t${region}\t${created}\n`;
+        }
+      },
+    );
+
+    const recent = end - 2 * DAY_MS;
+    await copyInto(
+      client,
+      'copy sales.orders (id, customer_id, status, ordered_at, currency, total_amount) from stdin',
+      function* () {
+        for (let i = 0; i < times.length; i++) {
+          const at = times[i]!;
+          const customer = 1 + Math.floor(rand() * customerCount);
+          const status =
+            at >= recent
+              ? weighted(rand, ['pending', 'paid', 'cancelled'], [0.5, 0.42, 0.08])
+              : weighted(rand, ['pending', 'paid', 'shipped', 'cancelled', 'refunded'], [0.02, 0.38, 0.48, 0.07, 0.05]);
+          let total = 0;
+          for (const item of itemsOf(i, products)) total += item.quantity * products[item.product]!.priceCents;
+          yield `${i + 1}\t${customer}\t${status}\t${new Date(at).toISOString()}\tUSD\t${cents(total)}\n`;
+        }
+      },
+    );
+
+    await copyInto(
+      client,
+      'copy sales.order_items (order_id, product_id, quantity, unit_price) from stdin',
+      function* () {
+        for (let i = 0; i < times.length; i++) {
+          for (const item of itemsOf(i, products)) {
+            orderItems++;
+            yield `${i + 1}\t${item.product + 1}\t${item.quantity}\t${cents(products[item.product]!.priceCents)}\n`;
+          }
+        }
+      },
+    );
+
+    for (const table of ['customers', 'products', 'orders']) {
+      await client.query(
+        `select setval(pg_get_serial_sequence('sales.${table}', 'id'), (select max(id) from sales.${table}))`,
+      );
+    }
+    await client.query('commit');
+  } catch (err) {
+    await client.query('rollback').catch(() => undefined);
+    throw err;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+
+  // Outside the transaction: fresh statistics, and a visibility map for index-only scans.
+  const vacuum = new pg.Client({ connectionString: adminUrl, application_name: 'querygate-seed' });
+  await vacuum.connect();
+  try {
+    await vacuum.query('vacuum (analyze) sales.customers, sales.products, sales.orders, sales.order_items');
+  } finally {
+    await vacuum.end();
+  }
+
+  const summary = { customers: customerCount, products: products.length, orders: options.orders, orderItems };
+  logger.info('seeded demo data', {
+    ...summary,
+    until: options.until,
+    seconds: Math.round(performance.now() - started) / 1000,
+  });
+  return summary;
+}
+
+/** Today's date in UTC, the default last day of demo data. */
+export function todayUtc(now: Date = new Date()): string {
+  return now.toISOString().slice(0, 10);
+}

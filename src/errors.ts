@@ -1,0 +1,108 @@
+/**
+ * The three kinds of error, kept apart:
+ * 1. ArgumentError - the model can fix the call; an isError result naming the field and the rule.
+ * 2. InfraError - database down, timeout, busy; an isError result with a code and a retry hint,
+ *    details only in the log under the request id.
+ * 3. ConfigError - a programmer or operator mistake; thrown at start-up, the server refuses to run.
+ * Protocol errors (unknown tool, malformed request) are JSON-RPC errors raised by the server itself.
+ */
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+
+export interface ArgumentIssue {
+  /** Dotted path of the offending argument, or "arguments" for the object as a whole. */
+  readonly field: string;
+  /** The rule that was broken, phrased so a model can correct the call. */
+  readonly rule: string;
+}
+
+export class ArgumentError extends Error {
+  readonly code = 'invalid_arguments';
+  constructor(readonly issues: readonly ArgumentIssue[]) {
+    // A rule that already names its field ("end_date 2025-01-01 is before ...") is not prefixed again.
+    super(
+      issues
+        .map((i) => (i.field === 'arguments' || i.rule.startsWith(`${i.field} `) ? i.rule : `${i.field}: ${i.rule}`))
+        .join('; '),
+    );
+    this.name = 'ArgumentError';
+  }
+}
+
+export type InfraErrorCode = 'database_unavailable' | 'timeout' | 'busy' | 'query_failed';
+
+const INFRA_TEXT: Record<InfraErrorCode, string> = {
+  database_unavailable: 'The database is unavailable right now. Retry in a few seconds.',
+  timeout: 'The query timed out and was cancelled. Try a narrower date range, or retry later.',
+  busy: 'The server is busy. Retry in a few seconds.',
+  query_failed: 'The query failed on the server. Retrying will not help; report the request id.',
+};
+
+export class InfraError extends Error {
+  constructor(
+    readonly code: InfraErrorCode,
+    /** The underlying failure; logged, never sent to the client. */
+    override readonly cause?: unknown,
+  ) {
+    super(INFRA_TEXT[code]);
+    this.name = 'InfraError';
+  }
+}
+
+/** A JSON-RPC protocol error; the SDK sends `code` and `message` as they are. */
+export class ProtocolError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ProtocolError';
+  }
+}
+
+/** JSON-RPC "Invalid params", which the spec uses for an unknown tool. */
+export const INVALID_PARAMS = -32602;
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+const UNAVAILABLE_NODE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'EPIPE',
+]);
+
+/** Maps a node-postgres failure onto the infrastructure error a client may see. */
+export function classifyDatabaseError(err: unknown): InfraError {
+  if (err instanceof InfraError) return err;
+  const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
+  const message = err instanceof Error ? err.message : '';
+  if (code === '57014') return new InfraError('timeout', err); // query_canceled: statement_timeout fired
+  if (code === '25P03') return new InfraError('timeout', err); // idle_in_transaction_session_timeout
+  if (
+    (typeof code === 'string' &&
+      (code.startsWith('08') || code.startsWith('57P') || code === '53300' || code.startsWith('28'))) ||
+    (typeof code === 'string' && UNAVAILABLE_NODE_CODES.has(code)) ||
+    /Connection terminated|connection timeout|Connection refused/i.test(message)
+  ) {
+    return new InfraError('database_unavailable', err);
+  }
+  return new InfraError('query_failed', err);
+}
+
+/** The isError result for a failed call: safe text only, keyed by the request id found in the log. */
+export function errorResult(err: ArgumentError | InfraError, requestId: string): CallToolResult {
+  const text =
+    err instanceof ArgumentError ? `Invalid arguments: ${err.message}. Fix the arguments and call again.` : err.message;
+  return {
+    isError: true,
+    content: [{ type: 'text', text: `${text} (code: ${err.code}, request_id: ${requestId})` }],
+  };
+}

@@ -1,0 +1,33 @@
+/** Argument types shared by several tools, built once so every tool words its rules the same way. */
+import { z } from 'zod';
+import { quote } from './date-range.js';
+
+export const MAX_ROWS = 100;
+
+export const ORDER_STATUSES = ['pending', 'paid', 'shipped', 'cancelled', 'refunded'] as const;
+export type OrderStatus = (typeof ORDER_STATUSES)[number];
+/** Statuses left out of revenue: the money did not stay with the company. */
+export const NON_REVENUE_STATUSES: readonly OrderStatus[] = ['cancelled', 'refunded'];
+
+/** A closed set of strings; the error lists every allowed value. */
+export function oneOf<const T extends readonly [string, ...string[]]>(
+  values: T,
+  what: string,
+): z.ZodEnum<{ [K in T[number]]: K }> {
+  return z
+    .enum(values, { error: (iss) => `${quote(iss.input)} is not allowed; use one of ${values.join(', ')}` })
+    .describe(`${what}: one of ${values.join(', ')}`);
+}
+
+/** A whole number of rows between 1 and MAX_ROWS. */
+export function rowLimit(fallback: number): z.ZodDefault<z.ZodNumber> {
+  return z
+    .number()
+    .int()
+    .min(1, { error: 'must be at least 1' })
+    .max(MAX_ROWS, { error: `must be at most ${MAX_ROWS}` })
+    .default(fallback)
+    .describe(`Maximum number of rows to return, 1..${MAX_ROWS} (default ${fallback})`);
+}
+
+export const orderStatus = oneOf(ORDER_STATUSES, 'Order status');

@@ -1,0 +1,44 @@
+/**
+ * Desensitizing functions. Each is idempotent (masking a masked value changes nothing), so the
+ * server can apply them on top of the masking the `reporting` views already do at the source.
+ */
+import { createHmac } from 'node:crypto';
+import type { PersonalKind } from '../db/schema.js';
+
+export type Mask = 'token' | 'initials' | 'email' | 'last4';
+
+/** The one mask that makes each kind of personal data safe. */
+export const MASK_FOR: Record<PersonalKind, Mask> = {
+  internal_id: 'token',
+  name: 'initials',
+  email: 'email',
+  phone: 'last4',
+};
+
+/** "jane.doe@example.com" -> "j***@example.com"; anything without a usable @ becomes "***". */
+export function maskEmail(value: string): string {
+  const at = value.lastIndexOf('@');
+  if (at < 1 || at === value.length - 1) return '***';
+  return `${value[0]}***@${value.slice(at + 1)}`;
+}
+
+/** "Jane van Doe" -> "J.V.D."; "J.D." stays "J.D.". */
+export function initials(value: string): string {
+  const parts = value.split(/[\s.\-']+/u).filter((part) => part.length > 0);
+  return parts.map((part) => `${[...part][0]!.toUpperCase()}.`).join('');
+}
+
+/** "+1 (555) 010-2345" -> "2345": the last four digits only. */
+export function lastFourDigits(value: string): string {
+  return value.replace(/\D/g, '').slice(-4);
+}
+
+/** Turns an internal id into an opaque token that is stable for a given key: "ord_3f9a...". */
+export type Tokenizer = (entity: string, id: string) => string;
+
+export function createTokenizer(key: string): Tokenizer {
+  return (entity, id) => {
+    const digest = createHmac('sha256', key).update(`${entity}:${id}`).digest('base64url');
+    return `${entity.slice(0, 3)}_${digest.slice(0, 16)}`;
+  };
+}

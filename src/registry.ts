@@ -1,0 +1,324 @@
+/**
+ * The registry is the only door to the database. Templates declare; the registry enforces, in one
+ * place and for every tool: argument validation, the read-only transaction, the row cap, type
+ * conversion, masking, output validation and error shaping.
+ */
+import { randomUUID } from 'node:crypto';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { CompiledQuery, Kysely } from 'kysely';
+import { z } from 'zod';
+import { PERSONAL_COLUMNS, type ReportingDatabase, type SourceColumn } from './db/schema.js';
+import {
+  ArgumentError,
+  ConfigError,
+  InfraError,
+  classifyDatabaseError,
+  errorResult,
+  type ArgumentIssue,
+} from './errors.js';
+import { MAX_ROWS } from './lib/arguments.js';
+import { quote } from './lib/date-range.js';
+import { MASK_FOR, initials, lastFourDigits, maskEmail, type Mask, type Tokenizer } from './lib/masking.js';
+import type { Logger } from './logger.js';
+
+export type ColumnKind = 'text' | 'integer' | 'money' | 'date' | 'timestamp';
+
+export interface ColumnSpec {
+  readonly type: ColumnKind;
+  /** Where the value comes from: a readable column, or 'computed' for aggregates and expressions. */
+  readonly source: SourceColumn | 'computed';
+  /** The treatment of a personal column; required for (and only for) columns in PERSONAL_COLUMNS. */
+  readonly mask?: Mask;
+}
+
+/** What a template's builder must give back: a Kysely select the registry can cap and run. */
+export interface RowQuery {
+  limit(limit: number): { execute(): Promise<Record<string, unknown>[]>; compile(): CompiledQuery };
+}
+
+export type CellValue = string | number | null;
+export type ResultRow = Record<string, CellValue>;
+
+export interface QueryContext {
+  /** IANA time zone in which date arguments are read. */
+  readonly timeZone: string;
+}
+
+export interface Page {
+  /** True when more rows matched than were returned. */
+  readonly truncated: boolean;
+}
+
+/** A tool: what it is for a model, its argument and result contracts, and one Kysely builder. */
+export interface QueryTemplate<Args, Output extends Record<string, unknown>> {
+  readonly name: string;
+  readonly title: string;
+  readonly description: string;
+  readonly input: z.ZodType<Args>;
+  readonly output: z.ZodType<Output>;
+  /** Every column the query selects, by its alias, with its type, source and treatment. */
+  readonly columns: Readonly<Record<string, ColumnSpec>>;
+  /** How many rows the caller asked for; the registry caps it at MAX_ROWS and fetches one more. */
+  readonly rowLimit?: (args: Args) => number;
+  /** The query, without LIMIT: the registry adds it. Every value must be a bind parameter. */
+  readonly query: (db: Kysely<ReportingDatabase>, args: Args, ctx: QueryContext) => RowQuery;
+  /** Shapes converted, masked rows into the structured result. */
+  readonly present: (rows: ResultRow[], page: Page, args: Args, ctx: QueryContext) => Output;
+}
+
+// Templates differ in their argument and output types; the registry only needs them erased.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyTemplate = QueryTemplate<any, Record<string, unknown>>;
+
+/** Keeps a template's own types while checking it against the contract. */
+export function defineTemplate<Args, Output extends Record<string, unknown>>(
+  template: QueryTemplate<Args, Output>,
+): QueryTemplate<Args, Output> {
+  return template;
+}
+
+/** Every tool only reads, always gives the same answer for the same data, and talks to nothing else. */
+export const TOOL_ANNOTATIONS = {
+  readOnlyHint: true,
+  destructiveHint: false,
+  idempotentHint: true,
+  openWorldHint: false,
+} as const;
+
+export interface CallDeps {
+  readonly db: Kysely<ReportingDatabase>;
+  readonly tokenize: Tokenizer;
+  readonly logger: Logger;
+  readonly ctx: QueryContext;
+}
+
+export interface Registry {
+  /** The tool list exactly as `tools/list` returns it, computed once. */
+  readonly tools: readonly Tool[];
+  has(name: string): boolean;
+  /** Runs a known tool; never throws for bad arguments or database trouble, it returns isError. */
+  call(name: string, args: unknown, deps: CallDeps): Promise<CallToolResult>;
+}
+
+const TOOL_NAME = /^[a-z][a-z0-9]*(_[a-z0-9]+)+$/;
+const PERSONAL_LOOKING_NAME = /(^|_)(email|phone|name|first_name|last_name|customer_id|order_id)$/;
+
+/** Checks every template against the contract and refuses to build on the first violation. */
+export function createRegistry(templates: readonly AnyTemplate[]): Registry {
+  const byName = new Map<string, { template: AnyTemplate; knownArgs: string[] }>();
+  const tools: Tool[] = [];
+  for (const template of templates) {
+    assertTemplate(template);
+    if (byName.has(template.name)) throw new ConfigError(`duplicate tool name: ${template.name}`);
+    const inputSchema = jsonSchema(template.input, 'input') as Tool['inputSchema'];
+    byName.set(template.name, { template, knownArgs: Object.keys(inputSchema.properties ?? {}) });
+    tools.push({
+      name: template.name,
+      title: template.title,
+      description: template.description,
+      inputSchema,
+      outputSchema: jsonSchema(template.output, 'output') as Tool['outputSchema'],
+      annotations: { title: template.title, ...TOOL_ANNOTATIONS },
+    });
+  }
+
+  return {
+    tools,
+    has: (name) => byName.has(name),
+    call: async (name, args, deps) => {
+      const entry = byName.get(name);
+      if (!entry) throw new ConfigError(`call of unregistered tool ${name}`);
+      return runTemplate(entry.template, entry.knownArgs, args, deps);
+    },
+  };
+}
+
+function assertTemplate(t: AnyTemplate): void {
+  const where = `template ${t.name}`;
+  if (!TOOL_NAME.test(t.name)) throw new ConfigError(`${where}: name must be snake_case verb_noun`);
+  if (t.title.trim() === '') throw new ConfigError(`${where}: title is empty`);
+  if (t.description.trim().length < 40) throw new ConfigError(`${where}: description is too short to choose by`);
+  if (Object.keys(t.columns).length === 0) throw new ConfigError(`${where}: declares no columns`);
+  for (const [alias, column] of Object.entries(t.columns)) {
+    const personal = column.source === 'computed' ? undefined : PERSONAL_COLUMNS[column.source];
+    if (personal) {
+      const required = MASK_FOR[personal.kind];
+      if (column.mask !== required) {
+        throw new ConfigError(
+          `${where}: column ${alias} returns personal data (${column.source}, ${personal.kind}) and must declare mask "${required}"`,
+        );
+      }
+    } else if (column.mask !== undefined) {
+      throw new ConfigError(
+        `${where}: column ${alias} declares mask "${column.mask}" but ${column.source} is not personal`,
+      );
+    } else if (column.source === 'computed' && PERSONAL_LOOKING_NAME.test(alias)) {
+      throw new ConfigError(`${where}: column ${alias} looks personal; declare its source column so it can be masked`);
+    }
+    if (column.mask === 'token' && column.type !== 'text') {
+      throw new ConfigError(`${where}: column ${alias} is tokenized and must be of type text`);
+    }
+  }
+}
+
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
+  const json = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
+  delete json.$schema;
+  if (json.type !== 'object') throw new ConfigError(`${io} schema must be an object`);
+  return json;
+}
+
+async function runTemplate(
+  template: AnyTemplate,
+  knownArgs: readonly string[],
+  rawArgs: unknown,
+  deps: CallDeps,
+): Promise<CallToolResult> {
+  const requestId = randomUUID();
+  const started = performance.now();
+  const log = (outcome: string, fields: Record<string, unknown> = {}): void =>
+    deps.logger.info('tools/call', {
+      request_id: requestId,
+      tool: template.name,
+      outcome,
+      duration_ms: Math.round((performance.now() - started) * 100) / 100,
+      ...fields,
+    });
+
+  const parsed = template.input.safeParse(rawArgs ?? {});
+  if (!parsed.success) {
+    const error = new ArgumentError(describeIssues(parsed.error, rawArgs, knownArgs));
+    log('rejected', { error_code: error.code, reason: error.message });
+    return errorResult(error, requestId);
+  }
+  const args: unknown = parsed.data;
+  const cap = Math.min(template.rowLimit?.(args) ?? MAX_ROWS, MAX_ROWS);
+
+  let rawRows: Record<string, unknown>[];
+  try {
+    rawRows = await deps.db
+      .transaction()
+      .setAccessMode('read only')
+      .execute((trx) =>
+        template
+          .query(trx, args, deps.ctx)
+          .limit(cap + 1)
+          .execute(),
+      );
+  } catch (err) {
+    const error = classifyDatabaseError(err);
+    log('failed', { error_code: error.code, detail: describeCause(err) });
+    return errorResult(error, requestId);
+  }
+
+  try {
+    const rows = rawRows.slice(0, cap).map((row) => shapeRow(template, row, deps.tokenize));
+    const output = template.present(rows, { truncated: rawRows.length > cap }, args, deps.ctx);
+    const checked = template.output.safeParse(output);
+    if (!checked.success) throw new ConfigError(`output does not match its schema: ${checked.error.message}`);
+    log('ok', { row_count: rows.length });
+    return {
+      content: [{ type: 'text', text: JSON.stringify(checked.data) }],
+      structuredContent: checked.data,
+    };
+  } catch (err) {
+    // A template broke its own contract: a programmer error, reported to the client as a safe failure.
+    log('failed', { error_code: 'query_failed', detail: describeCause(err) });
+    return errorResult(new InfraError('query_failed', err), requestId);
+  }
+}
+
+/** Converts each declared column to its JSON type and applies its mask; undeclared columns are refused. */
+function shapeRow(template: AnyTemplate, row: Record<string, unknown>, tokenize: Tokenizer): ResultRow {
+  const out: ResultRow = {};
+  for (const key of Object.keys(row)) {
+    if (!(key in template.columns)) throw new ConfigError(`query selected undeclared column ${key}`);
+  }
+  for (const [alias, column] of Object.entries(template.columns)) {
+    if (!(alias in row)) throw new ConfigError(`query did not select declared column ${alias}`);
+    const value = convert(column.type, row[alias]);
+    out[alias] = value === null || column.mask === undefined ? value : applyMask(column, String(value), tokenize);
+  }
+  return out;
+}
+
+function applyMask(column: ColumnSpec, value: string, tokenize: Tokenizer): string {
+  switch (column.mask) {
+    case 'email':
+      return maskEmail(value);
+    case 'initials':
+      return initials(value);
+    case 'last4':
+      return lastFourDigits(value);
+    case 'token': {
+      const entity = column.source === 'computed' ? undefined : PERSONAL_COLUMNS[column.source]?.entity;
+      return tokenize(entity ?? 'ref', value);
+    }
+    default:
+      return value;
+  }
+}
+
+function convert(type: ColumnKind, value: unknown): CellValue {
+  if (value === null || value === undefined) return null;
+  switch (type) {
+    case 'integer':
+      return Number(value);
+    case 'money':
+      return Math.round(Number(value) * 100) / 100;
+    case 'timestamp':
+      return value instanceof Date ? value.toISOString() : String(value);
+    case 'date':
+    case 'text':
+      return String(value);
+  }
+}
+
+/** Turns zod's issues into "field: rule" pairs a model can act on. */
+function describeIssues(error: z.ZodError, rawArgs: unknown, knownArgs: readonly string[]): ArgumentIssue[] {
+  return error.issues.map((issue): ArgumentIssue => {
+    const field = issue.path.length > 0 ? issue.path.join('.') : 'arguments';
+    if (issue.code === 'unrecognized_keys') {
+      return {
+        field: issue.keys.map((k) => quote(k)).join(', '),
+        rule: `${issue.keys.length > 1 ? 'are not known arguments' : 'is not a known argument'}; the arguments are ${knownArgs.join(', ')}`,
+      };
+    }
+    const value = valueAt(rawArgs, issue.path);
+    if (issue.path.length === 0 && issue.code === 'invalid_type')
+      return { field, rule: 'arguments must be a JSON object' };
+    if (value === undefined) return { field, rule: 'is required' };
+    if (issue.code === 'invalid_type') {
+      if (issue.expected === 'int') return { field, rule: `must be a whole number, got ${quote(value)}` };
+      return { field, rule: `must be a ${issue.expected}, got ${typeName(value)}` };
+    }
+    return { field, rule: issue.message };
+  });
+}
+
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let value = root;
+  for (const key of path) {
+    if (typeof value !== 'object' || value === null || !Object.hasOwn(value, key)) return undefined;
+    value = (value as Record<PropertyKey, unknown>)[key];
+  }
+  return value;
+}
+
+function typeName(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return `a ${typeof value}`;
+}
+
+/** What the log may say about a failure: the message and pg error code, never the SQL or parameters. */
+function describeCause(err: unknown): Record<string, unknown> {
+  if (err instanceof InfraError || err instanceof ConfigError) {
+    return { class: err.name, message: err.message, ...(err.cause ? { cause: describeCause(err.cause) } : {}) };
+  }
+  if (err instanceof Error) {
+    const code = (err as { code?: unknown }).code;
+    return { class: err.name, message: err.message, ...(code ? { code } : {}) };
+  }
+  return { class: typeof err };
+}

@@ -1,0 +1,79 @@
+/** The embedded default as a newcomer meets it: first start creates, migrates and seeds; one owner at a time. */
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { Readable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLI, runCli } from './support/cli.js';
+
+let dataDir: string;
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'querygate-embedded-'));
+  await chmod(dataDir, 0o755);
+});
+afterAll(() => rm(dataDir, { recursive: true, force: true }));
+
+function launch(): { client: Client; transport: StdioClientTransport; stderr: () => string } {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI, 'serve'],
+    env: { PATH: process.env.PATH ?? '', QUERYGATE_DATA_DIR: dataDir },
+    stderr: 'pipe',
+  });
+  let stderr = '';
+  (transport.stderr as Readable).on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+  return { client: new Client({ name: 'embedded-test', version: '1.0.0' }), transport, stderr: () => stderr };
+}
+
+const today = new Date().toISOString().slice(0, 10);
+const monthAgo = new Date(Date.now() - 29 * 86_400_000).toISOString().slice(0, 10);
+
+describe('the embedded default', () => {
+  it('creates, migrates and seeds on first start, and answers', async () => {
+    const first = launch();
+    await first.client.connect(first.transport);
+    try {
+      const result = (await first.client.callTool({
+        name: 'query_order_count',
+        arguments: { start_date: monthAgo, end_date: today },
+      })) as CallToolResult;
+      expect(result.isError).toBeFalsy();
+      expect((result.structuredContent as { order_count: number }).order_count).toBeGreaterThan(0);
+      expect(first.stderr()).toContain('seeded demo data');
+
+      // A second instance on the same folder fails at once with one clear line, and harms nothing.
+      const second = await runCli(['serve'], { PATH: process.env.PATH ?? '', QUERYGATE_DATA_DIR: dataDir });
+      expect(second.code).toBe(2);
+      expect(second.stdout).toBe('');
+      expect(second.stderr.trim().split('\n')).toEqual([
+        expect.stringMatching(
+          /^querygate: another querygate \(pid \d+\) is using the embedded database in .+; stop it, or set QUERYGATE_DATA_DIR/,
+        ),
+      ]);
+      const again = (await first.client.callTool({
+        name: 'query_order_count',
+        arguments: { start_date: monthAgo, end_date: today },
+      })) as CallToolResult;
+      expect(again.structuredContent).toEqual(result.structuredContent);
+    } finally {
+      await first.client.close();
+    }
+  });
+
+  it('stops its database when the client goes, and starts again on the same data without seeding', async () => {
+    const pidFile = await readFile(join(dataDir, 'pg', 'postmaster.pid'), 'utf8').catch(() => undefined);
+    expect(pidFile).toBeUndefined(); // the cluster of the first start was shut down cleanly
+    const next = launch();
+    await next.client.connect(next.transport);
+    try {
+      const { tools } = await next.client.listTools();
+      expect(tools).toHaveLength(4);
+      expect(next.stderr()).not.toContain('seeded demo data');
+    } finally {
+      await next.client.close();
+    }
+  });
+});

@@ -1,0 +1,86 @@
+/** Errors as the spec draws them: protocol errors for unknown tools, safe isError results for failures. */
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectAdmin, startHarness, textOf, type Harness } from './support/harness.js';
+
+let harness: Harness;
+let admin: pg.Client;
+beforeAll(async () => {
+  harness = await startHarness();
+  admin = await connectAdmin();
+});
+afterAll(async () => {
+  await harness.close();
+  await admin.end();
+});
+
+const week = { start_date: '2025-06-01', end_date: '2025-06-07' };
+
+describe('an unknown tool', () => {
+  it('is a JSON-RPC error -32602 that names the tool, not an isError result', async () => {
+    const error = await harness.call('drop_all_tables', week).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(error).toBeInstanceOf(McpError);
+    expect((error as McpError).code).toBe(-32602);
+    expect((error as McpError).message).toContain('Unknown tool: "drop_all_tables"');
+  });
+});
+
+/** Nothing a client sees may carry SQL, a stack, or a connection string. */
+function expectSafe(text: string): void {
+  expect(text).not.toMatch(/select|from "|reporting\.|sales\./i);
+  expect(text).not.toMatch(/\bat .+:\d+:\d+/); // stack frames
+  expect(text).not.toMatch(/postgres(ql)?:\/\//);
+  expect(text).not.toMatch(/password/i);
+}
+
+describe('a database that is down', () => {
+  it('gives an isError result saying so, with a request id that is in the log', async () => {
+    const down = await startHarness({ readerUrl: 'postgres://querygate_reader:secret-pw@127.0.0.1:1/querygate' });
+    try {
+      const result = await down.call('query_order_count', week);
+      expect(result.isError).toBe(true);
+      const text = textOf(result);
+      expect(text).toContain('The database is unavailable right now. Retry in a few seconds.');
+      expectSafe(text);
+      const requestId = /request_id: ([0-9a-f-]{36})/.exec(text)?.[1];
+      expect(requestId).toBeDefined();
+      const logged = down.logs.find((line) => line.request_id === requestId);
+      expect(logged).toMatchObject({
+        tool: 'query_order_count',
+        outcome: 'failed',
+        error_code: 'database_unavailable',
+      });
+      expect(JSON.stringify(logged)).not.toContain('secret-pw');
+    } finally {
+      await down.close();
+    }
+  });
+});
+
+describe('a query that runs too long', () => {
+  it('is cancelled by the server-side statement timeout and reported as a timeout', async () => {
+    const slow = await startHarness({ statementTimeoutMs: 300, applicationName: 'querygate-timeout-test' });
+    // Hold a lock the query must wait for, so that it cannot finish before the timeout fires.
+    await admin.query('begin');
+    await admin.query('lock table sales.products in access exclusive mode');
+    try {
+      const result = await slow.call('query_top_products', week);
+      expect(result.isError).toBe(true);
+      const text = textOf(result);
+      expect(text).toContain('The query timed out and was cancelled');
+      expect(text).toContain('code: timeout');
+      expectSafe(text);
+      const waiting = await admin.query(
+        "select count(*)::int as n from pg_stat_activity where application_name = 'querygate-timeout-test' and wait_event_type = 'Lock'",
+      );
+      expect(waiting.rows[0].n).toBe(0); // the backend gave up its query, it is not still waiting
+    } finally {
+      await admin.query('rollback');
+      await slow.close();
+    }
+  });
+});

@@ -1,0 +1,120 @@
+/** Contract checks over every registered template, and the refusals that keep a bad template out. */
+import { readFileSync } from 'node:fs';
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { templates } from '../queries/index.js';
+import { queryRecentOrders } from '../queries/query-recent-orders.js';
+import type { ReportingDatabase } from '../src/db/schema.js';
+import { ConfigError } from '../src/errors.js';
+import { createRegistry, TOOL_ANNOTATIONS, type AnyTemplate } from '../src/registry.js';
+import { VERSION } from '../src/server.js';
+
+const registry = createRegistry(templates);
+
+describe('the registry', () => {
+  it('lists the four contracted tools with unique names', () => {
+    const names = registry.tools.map((t) => t.name);
+    expect(names).toEqual(['query_order_count', 'query_sales', 'query_top_products', 'query_recent_orders']);
+    expect(new Set(names).size).toBe(names.length);
+  });
+
+  it.each(registry.tools.map((t) => [t.name, t] as const))(
+    '%s has a title, a usable description, annotations and schemas',
+    (_, tool) => {
+      expect(tool.title).toBeTruthy();
+      expect(tool.description).toMatch(/Use it /);
+      expect(tool.description).toMatch(/Example input: \{/);
+      expect(tool.annotations).toMatchObject(TOOL_ANNOTATIONS);
+      expect(tool.inputSchema).toMatchObject({ type: 'object', additionalProperties: false });
+      expect(tool.inputSchema.required).toEqual(expect.arrayContaining(['start_date', 'end_date']));
+      expect(tool.outputSchema).toMatchObject({ type: 'object' });
+    },
+  );
+
+  it('says in the revenue tools that cancelled and refunded orders are left out', () => {
+    for (const name of ['query_sales', 'query_top_products']) {
+      expect(registry.tools.find((t) => t.name === name)!.description).toContain(
+        'leave out cancelled and refunded orders',
+      );
+    }
+    expect(registry.tools.find((t) => t.name === 'query_order_count')!.description).toContain(
+      'including cancelled and refunded',
+    );
+  });
+
+  it('keeps the server version equal to the package version', () => {
+    expect(VERSION).toBe(JSON.parse(readFileSync('package.json', 'utf8')).version);
+  });
+});
+
+describe('a template that breaks the contract is refused at start-up', () => {
+  const recent = queryRecentOrders as unknown as AnyTemplate;
+  const withColumns = (columns: AnyTemplate['columns']): AnyTemplate => ({ ...recent, columns });
+
+  it('when it returns a personal column without its treatment', () => {
+    const { customer_email: _email, ...rest } = recent.columns;
+    expect(() =>
+      createRegistry([
+        withColumns({ ...rest, customer_email: { type: 'text', source: 'reporting.customers.email_masked' } }),
+      ]),
+    ).toThrow(/customer_email returns personal data .* must declare mask "email"/);
+  });
+
+  it('when it returns an internal id raw', () => {
+    expect(() =>
+      createRegistry([withColumns({ ...recent.columns, order_ref: { type: 'text', source: 'reporting.orders.id' } })]),
+    ).toThrow(ConfigError);
+  });
+
+  it('when it declares the wrong treatment', () => {
+    expect(() =>
+      createRegistry([
+        withColumns({
+          ...recent.columns,
+          customer_email: { type: 'text', source: 'reporting.customers.email_masked', mask: 'last4' },
+        }),
+      ]),
+    ).toThrow(/must declare mask "email"/);
+  });
+
+  it('when a computed column looks personal', () => {
+    expect(() =>
+      createRegistry([withColumns({ ...recent.columns, customer_email: { type: 'text', source: 'computed' } })]),
+    ).toThrow(/looks personal/);
+  });
+
+  it('when two tools share a name', () => {
+    expect(() => createRegistry([recent, recent])).toThrow(/duplicate tool name/);
+  });
+});
+
+describe('compiled SQL', () => {
+  // Compiling needs a dialect, not a connection: nothing is sent to a database here.
+  const db = new Kysely<ReportingDatabase>({ dialect: new PostgresDialect({ pool: new pg.Pool({ max: 1 }) }) });
+  const hostile = "2025-01-01'; drop table sales.orders; --";
+
+  it.each(templates.map((t) => [t.name, t] as const))('%s carries every value as a bind parameter', (_, template) => {
+    const args = template.input.parse(sampleArgs(template));
+    const compiled = template.query(db, args, { timeZone: "Europe/Paris'--" }).limit(101).compile();
+    expect(compiled.parameters).toContain("Europe/Paris'--");
+    expect(compiled.parameters).toContain(101);
+    expect(compiled.parameters).toContain(args.start_date);
+    expect(compiled.sql).not.toContain('Europe/Paris');
+    expect(compiled.sql).not.toContain(args.start_date);
+    expect(compiled.sql).toMatch(/"reporting"\."orders"/);
+    expect(compiled.sql).not.toMatch(/"sales"\./);
+  });
+
+  it('refuses a hostile date before any SQL is built', () => {
+    for (const template of templates) {
+      expect(template.input.safeParse({ ...sampleArgs(template), start_date: hostile }).success).toBe(false);
+    }
+  });
+});
+
+function sampleArgs(template: AnyTemplate): Record<string, unknown> {
+  const base = { start_date: '2025-03-01', end_date: '2025-03-31' };
+  const properties = registry.tools.find((t) => t.name === template.name)!.inputSchema.properties ?? {};
+  return 'group_by' in properties ? { ...base, group_by: 'week' } : base;
+}

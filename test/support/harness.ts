@@ -1,0 +1,78 @@
+/** A real MCP client linked to a real server over the in-memory transport pair, plus an admin connection. */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { templates } from '../../queries/index.js';
+import { connectReader } from '../../src/db/connect.js';
+import { createTokenizer } from '../../src/lib/masking.js';
+import { createLogger } from '../../src/logger.js';
+import { createRegistry, type AnyTemplate } from '../../src/registry.js';
+import { createServer } from '../../src/server.js';
+
+export interface HarnessOptions {
+  readonly readerUrl?: string;
+  readonly timeZone?: string;
+  readonly statementTimeoutMs?: number;
+  readonly tokenKey?: string;
+  readonly applicationName?: string;
+  readonly templates?: readonly AnyTemplate[];
+}
+
+export interface Harness {
+  readonly client: Client;
+  /** Every line the server logged, parsed. */
+  readonly logs: Record<string, unknown>[];
+  call(name: string, args: unknown): Promise<CallToolResult>;
+  close(): Promise<void>;
+}
+
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const logs: Record<string, unknown>[] = [];
+  const logger = createLogger('debug', (line) => logs.push(JSON.parse(line) as Record<string, unknown>));
+  const reader = connectReader(
+    options.readerUrl ?? inject('readerUrl'),
+    { statementTimeoutMs: options.statementTimeoutMs ?? 5000, poolMax: 4, applicationName: options.applicationName },
+    logger,
+  );
+  const server = createServer({
+    registry: createRegistry(options.templates ?? templates),
+    db: reader.db,
+    tokenize: createTokenizer(options.tokenKey ?? 'test-token-key'),
+    logger,
+    timeZone: options.timeZone ?? 'UTC',
+  });
+  const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
+  const client = new Client({ name: 'querygate-tests', version: '1.0.0' });
+  await server.connect(serverTransport);
+  await client.connect(clientTransport);
+  await client.listTools(); // the client caches output schemas and validates structuredContent against them
+  return {
+    client,
+    logs,
+    call: async (name, args) =>
+      (await client.callTool({ name, arguments: args as Record<string, unknown> })) as CallToolResult,
+    close: async () => {
+      await client.close();
+      await server.close();
+      await reader.close();
+    },
+  };
+}
+
+export async function connectAdmin(): Promise<pg.Client> {
+  const admin = new pg.Client({ connectionString: inject('adminUrl') });
+  await admin.connect();
+  return admin;
+}
+
+/** The structured result of a successful call; fails the test with the error text otherwise. */
+export function structured<T>(result: CallToolResult): T {
+  if (result.isError) throw new Error(`tool call failed: ${textOf(result)}`);
+  return result.structuredContent as T;
+}
+
+export function textOf(result: CallToolResult): string {
+  return result.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
+}
