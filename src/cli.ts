@@ -1,17 +1,18 @@
 #!/usr/bin/env node
-/** The `querygate` command: serve (stdio or HTTP), migrate, seed. */
-import { randomBytes } from 'node:crypto';
+/** The `querygate` command: serve (stdio or HTTP), doctor, migrate, seed. */
 import { parseArgs } from 'node:util';
 import { templates } from '../queries/index.js';
+import { openDatabase, startApp } from './app.js';
+import { loadAuthenticator } from './auth.js';
 import { loadConfig, type Config } from './config.js';
 import { connectReader, redactUrl } from './db/connect.js';
-import { defaultDataDir, startEmbedded, type EmbeddedDatabase } from './db/embedded.js';
+import { checkReaderSafety, explainTemplates, formatReport } from './db/doctor.js';
+import { defaultDataDir, startEmbedded } from './db/embedded.js';
 import { prepareDatabase } from './db/prepare.js';
 import { DEFAULT_SEED_ORDERS, seedDatabase, todayUtc } from './db/seed.js';
 import { ConfigError } from './errors.js';
-import { createTokenizer } from './lib/masking.js';
+import { createTokenBuckets } from './limits.js';
 import { createLogger, type Logger } from './logger.js';
-import { createRegistry } from './registry.js';
 import { createServer } from './server.js';
 import { serveHttp } from './transports/http.js';
 import { serveStdio } from './transports/stdio.js';
@@ -20,6 +21,10 @@ const USAGE = `Usage:
   querygate [serve]                      MCP over stdio (what MCP client configs launch)
   querygate serve --http [--port 3000] [--host 127.0.0.1]
                                          MCP over Streamable HTTP at /mcp
+  querygate serve ... --allow-unsafe-role
+                                         serve even if the reader role fails the safety check
+  querygate doctor                       check that the reader role is safe, and EXPLAIN each tool;
+                                         exits 1 when unsafe
   querygate migrate                      apply migrations (ADMIN_DATABASE_URL, or the embedded database)
   querygate seed [--orders N] [--until YYYY-MM-DD] [--replace | --if-empty]
                                          load deterministic demo data (default ${DEFAULT_SEED_ORDERS} orders
@@ -41,6 +46,7 @@ async function main(argv: string[]): Promise<void> {
       until: { type: 'string' },
       replace: { type: 'boolean', default: false },
       'if-empty': { type: 'boolean', default: false },
+      'allow-unsafe-role': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -54,7 +60,14 @@ async function main(argv: string[]): Promise<void> {
   const logger = createLogger(config.logLevel);
   switch (command) {
     case 'serve':
-      return serve(config, logger, { http: values.http, port: parsePort(values.port), host: values.host });
+      return serve(config, logger, {
+        http: values.http,
+        port: parsePort(values.port),
+        host: values.host,
+        allowUnsafeRole: values['allow-unsafe-role'],
+      });
+    case 'doctor':
+      return doctor(config, logger);
     case 'migrate':
       return migrate(config, logger);
     case 'seed':
@@ -83,75 +96,75 @@ function parseCount(value: string): number {
 async function serve(
   config: Config,
   logger: Logger,
-  options: { http: boolean; port: number; host: string },
+  options: { http: boolean; port: number; host: string; allowUnsafeRole: boolean },
 ): Promise<void> {
-  const registry = createRegistry(templates);
-  let embedded: EmbeddedDatabase | undefined;
-  let readerUrl = config.databaseUrl;
-  let tokenKey = config.tokenKey;
-  if (readerUrl === undefined) {
-    embedded = await startEmbedded(
-      {
-        dataDir: config.dataDir ?? defaultDataDir(),
-        readerRole: config.readerRole,
-        seedIfEmpty: { orders: DEFAULT_SEED_ORDERS, until: todayUtc() },
-      },
-      logger,
-    );
-    readerUrl = embedded.readerUrl;
-    tokenKey ??= embedded.tokenKey;
-  }
-  if (tokenKey === undefined) {
-    logger.warn('QUERYGATE_TOKEN_KEY is not set: order and customer references change on every restart');
-    tokenKey = randomBytes(32).toString('base64url');
-  }
-  const reader = connectReader(readerUrl, config, logger);
-  logger.info('serving', { database: redactUrl(readerUrl), time_zone: config.timeZone, tools: registry.tools.length });
-  const deps = { registry, db: reader.db, tokenize: createTokenizer(tokenKey), logger, timeZone: config.timeZone };
+  let fatal: ((error: Error) => void) | undefined;
+  const failed = new Promise<never>((_, reject) => (fatal = reject));
+  failed.catch(() => undefined);
+  const app = await startApp(config, logger, { allowUnsafeRole: options.allowUnsafeRole, onFatal: (e) => fatal?.(e) });
+  const stopSignal = new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
 
-  let stopping = false;
-  const shutdown = async (): Promise<void> => {
-    if (stopping) return;
-    stopping = true;
-    await reader.close().catch(() => undefined);
-    await embedded?.stop().catch(() => undefined);
-  };
-
-  if (options.http) {
-    const http = await serveHttp(
-      () => createServer(deps),
-      {
-        host: options.host,
-        port: options.port,
-        allowedHosts: listEnv('QUERYGATE_ALLOWED_HOSTS'),
-        allowedOrigins: listEnv('QUERYGATE_ALLOWED_ORIGINS'),
-        bearerToken: process.env.QUERYGATE_HTTP_TOKEN || undefined,
-        maxBodyBytes: 1 << 20,
-      },
-      logger,
-    );
-    logger.info(`listening on ${http.url}`, { url: http.url });
-    await new Promise<void>((resolve) => {
-      process.once('SIGINT', resolve);
-      process.once('SIGTERM', resolve);
-    });
-    logger.info('stopping');
-    await http.close();
-  } else {
-    const stopped = new Promise<void>((resolve) => {
-      process.once('SIGINT', resolve);
-      process.once('SIGTERM', resolve);
-    });
-    await Promise.race([serveStdio(createServer(deps)), stopped]);
+  try {
+    if (options.http) {
+      const auth = loadAuthenticator(
+        { envToken: config.httpToken, file: config.httpTokensFile },
+        app.deps.registry.tools.map((t) => t.name),
+      );
+      const http = await serveHttp(
+        (caller) => createServer(app.deps, caller),
+        {
+          host: options.host,
+          port: options.port,
+          allowedHosts: config.allowedHosts,
+          allowedOrigins: config.allowedOrigins,
+          auth,
+          // Room for a client's initialize and list requests around its calls.
+          requestBuckets: createTokenBuckets(config.rateLimitPerMinute * 5),
+          maxBodyBytes: 1 << 20,
+          isReady: app.deps.isReady,
+        },
+        logger,
+      );
+      logger.info(`listening on ${http.url}`, { url: http.url, tokens: auth?.count ?? 0 });
+      try {
+        await Promise.race([stopSignal, failed]);
+      } finally {
+        logger.info('stopping: no new requests; waiting for calls in flight');
+        await http.close();
+      }
+    } else {
+      if (process.stdin.isTTY) {
+        logger.warn('querygate speaks MCP over stdio: launch it from an MCP client, or run `querygate serve --http`');
+      }
+      await Promise.race([serveStdio(createServer(app.deps, { id: 'stdio' })), stopSignal, failed]);
+    }
+  } finally {
+    await app.stop();
   }
-  await shutdown();
 }
 
-function listEnv(name: string): string[] {
-  return (process.env[name] ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s.length > 0);
+async function doctor(config: Config, logger: Logger): Promise<void> {
+  const database = await openDatabase(config, logger);
+  const reader = connectReader(database.readerUrl, config, logger);
+  try {
+    const checks = await checkReaderSafety(database.readerUrl);
+    const lastDay = todayUtc();
+    const firstDay = new Date(Date.parse(`${lastDay}T00:00:00Z`) - 89 * 86_400_000).toISOString().slice(0, 10);
+    const plans = await explainTemplates(reader, templates, { timeZone: config.timeZone }, (template) => ({
+      start_date: firstDay,
+      end_date: lastDay,
+      ...(template.name === 'query_sales' ? { group_by: 'category' } : {}),
+      ...(template.name === 'query_top_products' || template.name === 'query_recent_orders' ? { limit: 100 } : {}),
+    }));
+    process.stdout.write(`${formatReport(redactUrl(database.readerUrl), checks, plans)}\n`);
+    if (checks.some((c) => !c.ok)) process.exitCode = 1;
+  } finally {
+    await reader.close();
+    await database.stop();
+  }
 }
 
 /** Runs an admin task against ADMIN_DATABASE_URL, or against the embedded database when it is unset. */

@@ -22,6 +22,22 @@ export interface Config {
   readonly readerPassword: string | undefined;
   /** Log verbosity on stderr. */
   readonly logLevel: LogLevel;
+  /** Tool calls per caller per minute. */
+  readonly rateLimitPerMinute: number;
+  /** Tool calls one caller may have running at once. */
+  readonly maxConcurrentPerCaller: number;
+  /** Tool calls waiting for a database connection before more are refused as busy. */
+  readonly maxQueued: number;
+  /** Audit log file (appended, mode 0600); undefined writes audit lines to stderr. */
+  readonly auditLog: string | undefined;
+  /** One bearer token for every tool. */
+  readonly httpToken: string | undefined;
+  /** JSON file of named bearer tokens with optional toolsets. */
+  readonly httpTokensFile: string | undefined;
+  readonly allowedHosts: readonly string[];
+  readonly allowedOrigins: readonly string[];
+  /** How long a stopping server waits for calls in flight. */
+  readonly shutdownTimeoutMs: number;
 }
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -54,11 +70,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     readerRole,
     readerPassword: nonEmpty(env.QUERYGATE_READER_PASSWORD),
     logLevel,
+    rateLimitPerMinute: positiveInt(env, 'QUERYGATE_RATE_LIMIT', 60),
+    maxConcurrentPerCaller: positiveInt(env, 'QUERYGATE_MAX_CONCURRENT', 4),
+    maxQueued: positiveInt(env, 'QUERYGATE_MAX_QUEUE', 32),
+    auditLog: nonEmpty(env.QUERYGATE_AUDIT_LOG),
+    httpToken: nonEmpty(env.QUERYGATE_HTTP_TOKEN),
+    httpTokensFile: nonEmpty(env.QUERYGATE_HTTP_TOKENS_FILE),
+    allowedHosts: list(env.QUERYGATE_ALLOWED_HOSTS),
+    allowedOrigins: list(env.QUERYGATE_ALLOWED_ORIGINS),
+    shutdownTimeoutMs: positiveInt(env, 'QUERYGATE_SHUTDOWN_TIMEOUT_MS', 10_000),
   };
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value.trim() === '' ? undefined : value;
+}
+
+function list(value: string | undefined): string[] {
+  return (value ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
 }
 
 function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {

@@ -28,13 +28,14 @@ export class ArgumentError extends Error {
   }
 }
 
-export type InfraErrorCode = 'database_unavailable' | 'timeout' | 'busy' | 'query_failed';
+export type InfraErrorCode = 'database_unavailable' | 'timeout' | 'busy' | 'rate_limited' | 'query_failed';
 
-const INFRA_TEXT: Record<InfraErrorCode, string> = {
-  database_unavailable: 'The database is unavailable right now. Retry in a few seconds.',
-  timeout: 'The query timed out and was cancelled. Try a narrower date range, or retry later.',
-  busy: 'The server is busy. Retry in a few seconds.',
-  query_failed: 'The query failed on the server. Retrying will not help; report the request id.',
+const INFRA_TEXT: Record<InfraErrorCode, (retryAfter: number) => string> = {
+  database_unavailable: () => 'The database is unavailable right now. Retry in a few seconds.',
+  timeout: () => 'The query timed out and was cancelled. Try a narrower date range, or retry later.',
+  busy: (s) => `The server is busy. Retry in ${s} second${s === 1 ? '' : 's'}.`,
+  rate_limited: (s) => `Too many calls: the rate limit is reached. Retry in ${s} second${s === 1 ? '' : 's'}.`,
+  query_failed: () => 'The query failed on the server. Retrying will not help; report the request id.',
 };
 
 export class InfraError extends Error {
@@ -42,8 +43,10 @@ export class InfraError extends Error {
     readonly code: InfraErrorCode,
     /** The underlying failure; logged, never sent to the client. */
     override readonly cause?: unknown,
+    /** For refusals: seconds after which a retry can succeed. */
+    readonly retryAfterSeconds = 1,
   ) {
-    super(INFRA_TEXT[code]);
+    super(INFRA_TEXT[code](retryAfterSeconds));
     this.name = 'InfraError';
   }
 }

@@ -8,10 +8,14 @@ import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { CompiledQuery, Kysely } from 'kysely';
 import { z } from 'zod';
 import { PERSONAL_COLUMNS, type ReportingDatabase, type SourceColumn } from './db/schema.js';
+import type { AuditEntry, AuditLog, AuditOutcome } from './audit.js';
+import type { ReaderDatabase } from './db/connect.js';
 import {
   ArgumentError,
   ConfigError,
+  INVALID_PARAMS,
   InfraError,
+  ProtocolError,
   classifyDatabaseError,
   errorResult,
   type ArgumentIssue,
@@ -19,6 +23,7 @@ import {
 import { MAX_ROWS } from './lib/arguments.js';
 import { quote } from './lib/date-range.js';
 import { MASK_FOR, initials, lastFourDigits, maskEmail, type Mask, type Tokenizer } from './lib/masking.js';
+import type { CallLimits } from './limits.js';
 import type { Logger } from './logger.js';
 
 export type ColumnKind = 'text' | 'integer' | 'money' | 'date' | 'timestamp';
@@ -33,7 +38,7 @@ export interface ColumnSpec {
 
 /** What a template's builder must give back: a Kysely select the registry can cap and run. */
 export interface RowQuery {
-  limit(limit: number): { execute(): Promise<Record<string, unknown>[]>; compile(): CompiledQuery };
+  limit(limit: number): { compile(): CompiledQuery };
 }
 
 export type CellValue = string | number | null;
@@ -86,18 +91,39 @@ export const TOOL_ANNOTATIONS = {
 } as const;
 
 export interface CallDeps {
-  readonly db: Kysely<ReportingDatabase>;
+  readonly db: ReaderDatabase;
   readonly tokenize: Tokenizer;
   readonly logger: Logger;
+  readonly audit: AuditLog;
+  readonly limits: CallLimits;
   readonly ctx: QueryContext;
+  /** False until the start-up safety check has passed against a reachable database. */
+  readonly isReady: () => boolean;
+}
+
+/** Who is calling: a token's name and toolset, or the stdio session. */
+export interface Caller {
+  readonly id: string;
+  /** The tools this caller may see and call; undefined means all. */
+  readonly tools?: ReadonlySet<string>;
+}
+
+export interface CallOptions {
+  readonly caller: Caller;
+  /** Aborted when the client cancels or goes away; the running query is then cancelled. */
+  readonly signal?: AbortSignal;
 }
 
 export interface Registry {
-  /** The tool list exactly as `tools/list` returns it, computed once. */
+  /** Every tool exactly as `tools/list` returns it, computed once. */
   readonly tools: readonly Tool[];
-  has(name: string): boolean;
-  /** Runs a known tool; never throws for bad arguments or database trouble, it returns isError. */
-  call(name: string, args: unknown, deps: CallDeps): Promise<CallToolResult>;
+  /** The tools one caller may see. */
+  toolsFor(caller: Caller): readonly Tool[];
+  /**
+   * Runs a tool. Bad arguments, refusals and database trouble come back as isError results; an
+   * unknown tool, or one outside the caller's toolset, throws the protocol error -32602.
+   */
+  call(name: string, args: unknown, deps: CallDeps, options: CallOptions): Promise<CallToolResult>;
 }
 
 const TOOL_NAME = /^[a-z][a-z0-9]*(_[a-z0-9]+)+$/;
@@ -124,11 +150,24 @@ export function createRegistry(templates: readonly AnyTemplate[]): Registry {
 
   return {
     tools,
-    has: (name) => byName.has(name),
-    call: async (name, args, deps) => {
+    toolsFor: (caller) => (caller.tools ? tools.filter((t) => caller.tools!.has(t.name)) : tools),
+    call: async (name, args, deps, options) => {
       const entry = byName.get(name);
-      if (!entry) throw new ConfigError(`call of unregistered tool ${name}`);
-      return runTemplate(entry.template, entry.knownArgs, args, deps);
+      if (!entry || (options.caller.tools && !options.caller.tools.has(name))) {
+        deps.audit.write({
+          request_id: randomUUID(),
+          caller: options.caller.id,
+          tool: String(name).slice(0, 100),
+          arguments: null,
+          outcome: 'unknown_tool',
+          error_class: 'protocol',
+          error_code: 'unknown_tool',
+          duration_ms: 0,
+        });
+        // The same answer for a tool that does not exist and one outside the toolset: no probing.
+        throw new ProtocolError(INVALID_PARAMS, `Unknown tool: ${JSON.stringify(String(name).slice(0, 100))}`);
+      }
+      return runTemplate(entry.template, entry.knownArgs, args, deps, options);
     },
   };
 }
@@ -173,58 +212,75 @@ async function runTemplate(
   knownArgs: readonly string[],
   rawArgs: unknown,
   deps: CallDeps,
+  options: CallOptions,
 ): Promise<CallToolResult> {
   const requestId = randomUUID();
   const started = performance.now();
-  const log = (outcome: string, fields: Record<string, unknown> = {}): void =>
-    deps.logger.info('tools/call', {
+  let validArgs: Record<string, unknown> | null = null;
+  const audit = (outcome: AuditOutcome, fields: Partial<AuditEntry> = {}): void =>
+    deps.audit.write({
       request_id: requestId,
+      caller: options.caller.id,
       tool: template.name,
+      arguments: validArgs,
       outcome,
       duration_ms: Math.round((performance.now() - started) * 100) / 100,
       ...fields,
     });
+  const fail = (error: InfraError, cause?: unknown): CallToolResult => {
+    if (cause !== undefined) deps.logger.error('tool call failed', { request_id: requestId, ...describeCause(cause) });
+    audit(error.code === 'rate_limited' || error.code === 'busy' ? 'refused' : 'failed', {
+      error_class: 'infrastructure',
+      error_code: error.code,
+    });
+    return errorResult(error, requestId);
+  };
 
   const parsed = template.input.safeParse(rawArgs ?? {});
   if (!parsed.success) {
     const error = new ArgumentError(describeIssues(parsed.error, rawArgs, knownArgs));
-    log('rejected', { error_code: error.code, reason: error.message });
+    audit('rejected', {
+      error_class: 'argument',
+      error_code: error.code,
+      invalid_fields: error.issues.map((i) => i.field),
+    });
     return errorResult(error, requestId);
   }
   const args: unknown = parsed.data;
-  const cap = Math.min(template.rowLimit?.(args) ?? MAX_ROWS, MAX_ROWS);
+  validArgs = parsed.data as Record<string, unknown>;
 
-  let rawRows: Record<string, unknown>[];
+  const admission = await deps.limits.admit(options.caller.id);
+  if (!admission.ok) return fail(new InfraError(admission.code, undefined, admission.retryAfterSeconds));
   try {
-    rawRows = await deps.db
-      .transaction()
-      .setAccessMode('read only')
-      .execute((trx) =>
-        template
-          .query(trx, args, deps.ctx)
-          .limit(cap + 1)
-          .execute(),
-      );
-  } catch (err) {
-    const error = classifyDatabaseError(err);
-    log('failed', { error_code: error.code, detail: describeCause(err) });
-    return errorResult(error, requestId);
-  }
+    if (!deps.isReady()) return fail(new InfraError('database_unavailable'));
+    const cap = Math.min(template.rowLimit?.(args) ?? MAX_ROWS, MAX_ROWS);
+    let rawRows: Record<string, unknown>[];
+    try {
+      const compiled = template
+        .query(deps.db.compiler, args, deps.ctx)
+        .limit(cap + 1)
+        .compile();
+      rawRows = await deps.db.execute(compiled, options.signal);
+    } catch (err) {
+      return fail(classifyDatabaseError(err), err);
+    }
 
-  try {
-    const rows = rawRows.slice(0, cap).map((row) => shapeRow(template, row, deps.tokenize));
-    const output = template.present(rows, { truncated: rawRows.length > cap }, args, deps.ctx);
-    const checked = template.output.safeParse(output);
-    if (!checked.success) throw new ConfigError(`output does not match its schema: ${checked.error.message}`);
-    log('ok', { row_count: rows.length });
-    return {
-      content: [{ type: 'text', text: JSON.stringify(checked.data) }],
-      structuredContent: checked.data,
-    };
-  } catch (err) {
-    // A template broke its own contract: a programmer error, reported to the client as a safe failure.
-    log('failed', { error_code: 'query_failed', detail: describeCause(err) });
-    return errorResult(new InfraError('query_failed', err), requestId);
+    try {
+      const rows = rawRows.slice(0, cap).map((row) => shapeRow(template, row, deps.tokenize));
+      const output = template.present(rows, { truncated: rawRows.length > cap }, args, deps.ctx);
+      const checked = template.output.safeParse(output);
+      if (!checked.success) throw new ConfigError(`output does not match its schema: ${checked.error.message}`);
+      audit('ok', { row_count: rows.length });
+      return {
+        content: [{ type: 'text', text: JSON.stringify(checked.data) }],
+        structuredContent: checked.data,
+      };
+    } catch (err) {
+      // A template broke its own contract: a programmer error, reported to the client as a safe failure.
+      return fail(new InfraError('query_failed'), err);
+    }
+  } finally {
+    admission.release();
   }
 }
 

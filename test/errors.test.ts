@@ -48,13 +48,15 @@ describe('a database that is down', () => {
       expectSafe(text);
       const requestId = /request_id: ([0-9a-f-]{36})/.exec(text)?.[1];
       expect(requestId).toBeDefined();
-      const logged = down.logs.find((line) => line.request_id === requestId);
-      expect(logged).toMatchObject({
+      expect(down.audits.find((entry) => entry.request_id === requestId)).toMatchObject({
         tool: 'query_order_count',
         outcome: 'failed',
+        error_class: 'infrastructure',
         error_code: 'database_unavailable',
       });
-      expect(JSON.stringify(logged)).not.toContain('secret-pw');
+      const logged = down.logs.find((line) => line.request_id === requestId);
+      expect(logged).toMatchObject({ level: 'error', msg: 'tool call failed', code: 'ECONNREFUSED' });
+      expect(JSON.stringify(down.logs)).not.toContain('secret-pw');
     } finally {
       await down.close();
     }

@@ -76,6 +76,6 @@ describe('over stdio', () => {
     const lines = stderr.trim().split('\n');
     expect(lines.length).toBeGreaterThan(2);
     for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();
-    expect(stderr).toContain('"msg":"tools/call"');
+    expect(stderr).toContain('"type":"audit"');
   });
 });

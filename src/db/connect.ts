@@ -1,5 +1,13 @@
 /** Database handles: the pooled reader the tools run through, and short-lived admin connections. */
-import { Kysely, PostgresDialect } from 'kysely';
+import {
+  DummyDriver,
+  Kysely,
+  PostgresAdapter,
+  PostgresDialect,
+  PostgresIntrospector,
+  PostgresQueryCompiler,
+  type CompiledQuery,
+} from 'kysely';
 import pg from 'pg';
 import type { Logger } from '../logger.js';
 import type { ReportingDatabase } from './schema.js';
@@ -12,16 +20,33 @@ export interface ReaderOptions {
 }
 
 export interface ReaderDatabase {
-  readonly db: Kysely<ReportingDatabase>;
+  /** Builds and compiles queries; it has no connection and cannot run anything. */
+  readonly compiler: Kysely<ReportingDatabase>;
+  /** Runs one compiled statement on a pooled reader connection; an abort cancels it on the server. */
+  execute(query: CompiledQuery, signal?: AbortSignal): Promise<Record<string, unknown>[]>;
+  readonly pool: pg.Pool;
   close(): Promise<void>;
 }
 
+/** A Kysely that only compiles: templates are built with it, and nothing can be executed through it. */
+export function createCompiler(): Kysely<ReportingDatabase> {
+  return new Kysely<ReportingDatabase>({
+    dialect: {
+      createAdapter: () => new PostgresAdapter(),
+      createDriver: () => new DummyDriver(),
+      createIntrospector: (db) => new PostgresIntrospector(db),
+      createQueryCompiler: () => new PostgresQueryCompiler(),
+    },
+  });
+}
+
 /**
- * A pool of reader connections. Read-only mode and the timeouts are sent as startup parameters,
- * so they hold on every connection even if the role's own settings were dropped.
+ * A pool of reader connections. Read-only mode and the timeouts are sent as startup parameters, so
+ * they hold on every connection even if the role's own settings were dropped: each call is a single
+ * statement in its own implicit transaction, and that transaction is READ ONLY.
  */
 export function connectReader(url: string, options: ReaderOptions, logger: Logger): ReaderDatabase {
-  const pool = new pg.Pool({
+  const config: pg.PoolConfig = {
     connectionString: url,
     max: options.poolMax,
     application_name: options.applicationName ?? 'querygate',
@@ -31,11 +56,48 @@ export function connectReader(url: string, options: ReaderOptions, logger: Logge
     query_timeout: options.statementTimeoutMs + 2000,
     connectionTimeoutMillis: 5000,
     options: '-c default_transaction_read_only=on',
-  });
+  };
+  const pool = new pg.Pool(config);
   // An idle connection that dies (database restart) must not crash the server.
   pool.on('error', (err) => logger.warn('idle database connection lost', { message: err.message }));
-  const db = new Kysely<ReportingDatabase>({ dialect: new PostgresDialect({ pool }) });
-  return { db, close: () => db.destroy() };
+
+  return {
+    compiler: createCompiler(),
+    pool,
+    execute: async (query, signal) => {
+      signal?.throwIfAborted();
+      const client = await pool.connect();
+      const cancel = (): void => cancelActiveQuery(client, config, logger);
+      signal?.addEventListener('abort', cancel, { once: true });
+      try {
+        const result = await client.query({ text: query.sql, values: query.parameters as unknown[] });
+        client.release();
+        return result.rows as Record<string, unknown>[];
+      } catch (err) {
+        // A connection that failed mid-query is not trusted again.
+        client.release(isConnectionError(err) ? (err as Error) : undefined);
+        throw err;
+      } finally {
+        signal?.removeEventListener('abort', cancel);
+      }
+    },
+    close: () => pool.end(),
+  };
+}
+
+/** Anything but an SQL error from a healthy session (a timeout, say) leaves the connection suspect. */
+function isConnectionError(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code) || code.startsWith('08') || code.startsWith('57P');
+}
+
+/** Sends PostgreSQL's cancel request for the statement running on `client`, over a separate connection. */
+function cancelActiveQuery(client: pg.PoolClient, config: pg.ClientConfig, logger: Logger): void {
+  const active = (client as unknown as { activeQuery?: unknown }).activeQuery;
+  if (!active) return;
+  logger.debug('cancelling an abandoned query');
+  const canceller = new pg.Client(config) as unknown as { cancel(target: unknown, query: unknown): void };
+  canceller.cancel(client, active);
 }
 
 /** One admin connection for migrations, seeding and set-up; the caller ends it. */

@@ -1,9 +1,8 @@
 /**
  * MCP over Streamable HTTP at /mcp, stateless: every POST gets a fresh transport and server, so any
  * replica can answer any request. Bound to loopback by default, with Host and Origin checks against
- * DNS rebinding, a body size limit, and a bearer token required off loopback.
+ * DNS rebinding, bearer tokens (required off loopback), a request rate limit and a body size limit.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import {
   createServer as createHttpServer,
   type IncomingMessage,
@@ -11,10 +10,13 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { Authenticator } from '../auth.js';
 import { ConfigError } from '../errors.js';
+import type { TokenBucket } from '../limits.js';
 import type { Logger } from '../logger.js';
+import type { Caller } from '../registry.js';
 
 export interface HttpOptions {
   readonly host: string;
@@ -23,73 +25,89 @@ export interface HttpOptions {
   readonly allowedHosts: readonly string[];
   /** Origin header values accepted; requests without Origin (non-browser clients) pass. */
   readonly allowedOrigins: readonly string[];
-  /** Bearer token clients must present; required when binding a non-loopback address. */
-  readonly bearerToken: string | undefined;
+  /** Bearer tokens; required when binding a non-loopback address. */
+  readonly auth: Authenticator | undefined;
+  /** HTTP requests per caller, refused with 429 before they reach MCP when the bucket is empty. */
+  readonly requestBuckets: TokenBucket;
   readonly maxBodyBytes: number;
+  /** Whether the database is reachable and the reader role checked: /readyz. */
+  readonly isReady: () => boolean;
 }
 
 export interface RunningHttp {
   readonly url: string;
   readonly server: HttpServer;
+  /** Stops accepting connections; resolves when the open ones are done. */
   close(): Promise<void>;
 }
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
+/** Without tokens (loopback only), every HTTP client is this one caller. */
+const ANONYMOUS: Caller = { id: 'http' };
 
-export async function serveHttp(buildServer: () => Server, options: HttpOptions, logger: Logger): Promise<RunningHttp> {
-  if (!LOOPBACK.has(options.host) && !options.bearerToken) {
+export async function serveHttp(
+  buildServer: (caller: Caller) => Server,
+  options: HttpOptions,
+  logger: Logger,
+): Promise<RunningHttp> {
+  if (!LOOPBACK.has(options.host) && !options.auth) {
     throw new ConfigError(
-      `refusing to serve on ${options.host} without authentication; set QUERYGATE_HTTP_TOKEN, or bind 127.0.0.1`,
+      `refusing to serve on ${options.host} without authentication; set QUERYGATE_HTTP_TOKEN or QUERYGATE_HTTP_TOKENS_FILE, or bind 127.0.0.1`,
     );
   }
-  const tokenHash = options.bearerToken ? sha256(options.bearerToken) : undefined;
-
-  const http = createHttpServer((req, res) => {
-    handle(req, res).catch((err: unknown) => {
-      logger.error('http request failed', { message: err instanceof Error ? err.message : String(err) });
-      if (!res.headersSent) sendJsonRpcError(res, 500, -32603, 'Internal error');
-      else res.end();
-    });
-  });
-
   let allowedHosts = new Set<string>();
   let allowedOrigins = new Set<string>();
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0];
     if (!allowedHosts.has((req.headers.host ?? '').toLowerCase())) {
-      return sendJsonRpcError(res, 403, -32000, 'Forbidden: Host not allowed');
+      return sendError(res, 403, -32000, 'Forbidden: Host not allowed');
     }
     const origin = req.headers.origin;
     if (origin !== undefined && !allowedOrigins.has(origin.toLowerCase())) {
-      return sendJsonRpcError(res, 403, -32000, 'Forbidden: Origin not allowed');
+      return sendError(res, 403, -32000, 'Forbidden: Origin not allowed');
     }
-    if (path === '/healthz' && req.method === 'GET') {
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
+    if (req.method === 'GET' && (path === '/healthz' || path === '/readyz')) {
+      const ready = path === '/healthz' || options.isReady();
+      res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ status: ready ? 'ok' : 'not ready' }));
       return;
     }
-    if (path !== '/mcp') return sendJsonRpcError(res, 404, -32000, 'Not found: the MCP endpoint is /mcp');
-    if (tokenHash && !bearerMatches(req.headers.authorization, tokenHash)) {
+    if (path !== '/mcp') return sendError(res, 404, -32000, 'Not found: the MCP endpoint is /mcp');
+
+    const caller = options.auth ? options.auth.authenticate(req.headers.authorization) : ANONYMOUS;
+    if (!caller) {
       res.setHeader('www-authenticate', 'Bearer realm="querygate"');
-      return sendJsonRpcError(res, 401, -32001, 'Unauthorized: a valid bearer token is required');
+      return sendError(res, 401, -32001, 'Unauthorized: a valid bearer token is required');
+    }
+    const wait = options.requestBuckets.take(caller.id);
+    if (wait > 0) {
+      res.setHeader('retry-after', String(wait));
+      return sendError(res, 429, -32000, `Too many requests: retry in ${wait} seconds`);
     }
     if (req.method !== 'POST') {
       // Stateless server: no standalone SSE stream (GET) and no session to delete (DELETE).
       res.setHeader('allow', 'POST');
-      return sendJsonRpcError(res, 405, -32000, 'Method not allowed: this stateless server only takes POST');
+      return sendError(res, 405, -32000, 'Method not allowed: this stateless server takes POST only');
+    }
+    const contentType = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    if (contentType !== 'application/json') {
+      return sendError(res, 415, -32000, 'Unsupported Media Type: send application/json');
     }
     const body = await readBody(req, options.maxBodyBytes);
     if (body === 'too_large') {
-      return sendJsonRpcError(res, 413, -32600, `Request body larger than ${options.maxBodyBytes} bytes`);
+      res.setHeader('connection', 'close');
+      return sendError(res, 413, -32600, `Request body larger than ${options.maxBodyBytes} bytes`);
     }
     let parsed: unknown;
     try {
       parsed = JSON.parse(body.toString('utf8'));
     } catch {
-      return sendJsonRpcError(res, 400, -32700, 'Parse error: the body is not valid JSON');
+      return sendError(res, 400, -32700, 'Parse error: the body is not valid JSON');
     }
-    const server = buildServer();
+    const server = buildServer(caller);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    // When the client goes away, closing the transport aborts the running call, which cancels its query.
     res.on('close', () => {
       void transport.close();
       void server.close();
@@ -98,8 +116,20 @@ export async function serveHttp(buildServer: () => Server, options: HttpOptions,
     await transport.handleRequest(req, res, parsed);
   }
 
+  const http = createHttpServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      logger.error('http request failed', { message: err instanceof Error ? err.message : String(err) });
+      if (!res.headersSent) sendError(res, 500, -32603, 'Internal error');
+      else res.end();
+    });
+  });
+  http.requestTimeout = 60_000;
+  http.headersTimeout = 10_000;
+
   await new Promise<void>((resolve, reject) => {
-    http.once('error', reject);
+    http.once('error', (err: NodeJS.ErrnoException) =>
+      reject(err.code === 'EADDRINUSE' ? new ConfigError(`port ${options.port} on ${options.host} is in use`) : err),
+    );
     http.listen(options.port, options.host, () => resolve());
   });
   const { port } = http.address() as AddressInfo;
@@ -114,9 +144,8 @@ export async function serveHttp(buildServer: () => Server, options: HttpOptions,
       (o) => o.toLowerCase(),
     ),
   );
-  const url = `http://${hostPart}:${port}/mcp`;
   return {
-    url,
+    url: `http://${hostPart}:${port}/mcp`,
     server: http,
     close: () =>
       new Promise<void>((resolve) => {
@@ -126,36 +155,20 @@ export async function serveHttp(buildServer: () => Server, options: HttpOptions,
   };
 }
 
-function sha256(value: string): Buffer {
-  return createHash('sha256').update(value).digest();
-}
-
-/** Compares hashes, so the comparison takes the same time whatever the token's length. */
-function bearerMatches(header: string | undefined, expected: Buffer): boolean {
-  const match = /^Bearer (.+)$/i.exec(header ?? '');
-  return match !== null && timingSafeEqual(sha256(match[1]!), expected);
-}
-
 async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too_large'> {
   const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) {
-    req.resume();
-    return 'too_large';
-  }
+  if (Number.isFinite(declared) && declared > limit) return 'too_large';
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > limit) {
-      req.resume();
-      return 'too_large';
-    }
+    if (size > limit) return 'too_large';
     chunks.push(chunk);
   }
   return Buffer.concat(chunks);
 }
 
-function sendJsonRpcError(res: ServerResponse, status: number, code: number, message: string): void {
+function sendError(res: ServerResponse, status: number, code: number, message: string): void {
   res
     .writeHead(status, { 'content-type': 'application/json' })
     .end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));

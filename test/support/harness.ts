@@ -5,10 +5,12 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { templates } from '../../queries/index.js';
-import { connectReader } from '../../src/db/connect.js';
+import type { AuditEntry, AuditLog } from '../../src/audit.js';
+import { connectReader, type ReaderDatabase } from '../../src/db/connect.js';
+import { createCallLimits, type LimitsOptions } from '../../src/limits.js';
 import { createTokenizer } from '../../src/lib/masking.js';
 import { createLogger } from '../../src/logger.js';
-import { createRegistry, type AnyTemplate } from '../../src/registry.js';
+import { createRegistry, type AnyTemplate, type Caller } from '../../src/registry.js';
 import { createServer } from '../../src/server.js';
 
 export interface HarnessOptions {
@@ -18,12 +20,20 @@ export interface HarnessOptions {
   readonly tokenKey?: string;
   readonly applicationName?: string;
   readonly templates?: readonly AnyTemplate[];
+  readonly caller?: Caller;
+  readonly audit?: AuditLog;
+  readonly limits?: Partial<LimitsOptions>;
+  readonly poolMax?: number;
+  readonly isReady?: () => boolean;
 }
 
 export interface Harness {
   readonly client: Client;
   /** Every line the server logged, parsed. */
   readonly logs: Record<string, unknown>[];
+  /** Every audit entry written, unless an audit log was given. */
+  readonly audits: AuditEntry[];
+  readonly reader: ReaderDatabase;
   call(name: string, args: unknown): Promise<CallToolResult>;
   close(): Promise<void>;
 }
@@ -31,18 +41,33 @@ export interface Harness {
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const logs: Record<string, unknown>[] = [];
   const logger = createLogger('debug', (line) => logs.push(JSON.parse(line) as Record<string, unknown>));
+  const audits: AuditEntry[] = [];
+  const poolMax = options.poolMax ?? 4;
   const reader = connectReader(
     options.readerUrl ?? inject('readerUrl'),
-    { statementTimeoutMs: options.statementTimeoutMs ?? 5000, poolMax: 4, applicationName: options.applicationName },
+    { statementTimeoutMs: options.statementTimeoutMs ?? 5000, poolMax, applicationName: options.applicationName },
     logger,
   );
-  const server = createServer({
-    registry: createRegistry(options.templates ?? templates),
-    db: reader.db,
-    tokenize: createTokenizer(options.tokenKey ?? 'test-token-key'),
-    logger,
-    timeZone: options.timeZone ?? 'UTC',
-  });
+  const server = createServer(
+    {
+      registry: createRegistry(options.templates ?? templates),
+      db: reader,
+      tokenize: createTokenizer(options.tokenKey ?? 'test-token-key'),
+      logger,
+      audit: options.audit ?? { write: (entry) => audits.push(entry), close: () => undefined },
+      limits: createCallLimits({
+        callsPerMinute: 10_000,
+        maxConcurrentPerCaller: 100,
+        maxActive: poolMax,
+        maxQueued: 100,
+        maxQueueWaitMs: 10_000,
+        ...options.limits,
+      }),
+      ctx: { timeZone: options.timeZone ?? 'UTC' },
+      isReady: options.isReady ?? (() => true),
+    },
+    options.caller ?? { id: 'test' },
+  );
   const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
   const client = new Client({ name: 'querygate-tests', version: '1.0.0' });
   await server.connect(serverTransport);
@@ -51,6 +76,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   return {
     client,
     logs,
+    audits,
+    reader,
     call: async (name, args) =>
       (await client.callTool({ name, arguments: args as Record<string, unknown> })) as CallToolResult,
     close: async () => {

@@ -1,0 +1,137 @@
+/**
+ * Assembles a running querygate from its configuration: the database (given or embedded), the reader
+ * pool, the start-up safety check and readiness, admission limits and the audit log.
+ */
+import { randomBytes } from 'node:crypto';
+import { templates } from '../queries/index.js';
+import { createAuditLog } from './audit.js';
+import type { Config } from './config.js';
+import { connectReader, redactUrl } from './db/connect.js';
+import { checkReaderSafety, formatReport, type SafetyCheck } from './db/doctor.js';
+import { DEFAULT_SEED_ORDERS, todayUtc } from './db/seed.js';
+import { ConfigError, classifyDatabaseError } from './errors.js';
+import { createCallLimits } from './limits.js';
+import { createTokenizer } from './lib/masking.js';
+import type { Logger } from './logger.js';
+import { createRegistry } from './registry.js';
+import type { ServerDeps } from './server.js';
+
+export interface App {
+  readonly deps: ServerDeps;
+  /** Stops after the calls in flight finish (bounded), then closes the pool and the embedded database. */
+  stop(): Promise<void>;
+}
+
+export interface OpenDatabase {
+  readonly readerUrl: string;
+  /** The embedded database's own token key, made with its data folder. */
+  readonly tokenKey: string | undefined;
+  stop(): Promise<void>;
+}
+
+/** The reader's database: DATABASE_URL, or the embedded default, created and seeded on first start. */
+export async function openDatabase(config: Config, logger: Logger): Promise<OpenDatabase> {
+  if (config.databaseUrl !== undefined) {
+    return { readerUrl: config.databaseUrl, tokenKey: undefined, stop: async () => undefined };
+  }
+  const { defaultDataDir, startEmbedded } = await import('./db/embedded.js');
+  const embedded = await startEmbedded(
+    {
+      dataDir: config.dataDir ?? defaultDataDir(),
+      readerRole: config.readerRole,
+      seedIfEmpty: { orders: DEFAULT_SEED_ORDERS, until: todayUtc() },
+    },
+    logger,
+  );
+  return { readerUrl: embedded.readerUrl, tokenKey: embedded.tokenKey, stop: () => embedded.stop() };
+}
+
+export interface AppOptions {
+  readonly allowUnsafeRole: boolean;
+  /** Called when the database, reachable at last, turns out to be unsafe: the server must not go on. */
+  readonly onFatal: (error: Error) => void;
+}
+
+const MAX_BACKOFF_MS = 30_000;
+
+export async function startApp(config: Config, logger: Logger, options: AppOptions): Promise<App> {
+  const registry = createRegistry(templates);
+  const audit = createAuditLog(config.auditLog);
+  const database = await openDatabase(config, logger);
+  const readerUrl = database.readerUrl;
+  let tokenKey = config.tokenKey ?? database.tokenKey;
+  if (tokenKey === undefined) {
+    logger.warn('QUERYGATE_TOKEN_KEY is not set: order and customer references change on every restart');
+    tokenKey = randomBytes(32).toString('base64url');
+  }
+
+  const reader = connectReader(readerUrl, config, logger);
+  const limits = createCallLimits({
+    callsPerMinute: config.rateLimitPerMinute,
+    maxConcurrentPerCaller: config.maxConcurrentPerCaller,
+    maxActive: config.poolMax,
+    maxQueued: config.maxQueued,
+    maxQueueWaitMs: config.statementTimeoutMs,
+  });
+
+  let ready = false;
+  let retry: NodeJS.Timeout | undefined;
+  const target = redactUrl(readerUrl);
+  const judge = (checks: SafetyCheck[]): void => {
+    if (checks.every((c) => c.ok)) {
+      ready = true;
+      logger.info('reader role checked: safe', { database: target });
+      return;
+    }
+    const report = formatReport(target, checks, []);
+    if (!options.allowUnsafeRole) {
+      throw new ConfigError(`the reader role is unsafe; refusing to serve (override: --allow-unsafe-role)\n${report}`);
+    }
+    logger.error('UNSAFE READER ROLE: serving anyway because --allow-unsafe-role was given', {
+      failed: checks.filter((c) => !c.ok).map((c) => c.name),
+    });
+    process.stderr.write(`${report}\n`);
+    ready = true;
+  };
+  const attempt = async (delayMs: number): Promise<void> => {
+    let checks: SafetyCheck[];
+    try {
+      checks = await checkReaderSafety(readerUrl);
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : String(err);
+      logger.warn('database unavailable; calls fail until it answers', {
+        code: classifyDatabaseError(err).code,
+        reason,
+        retry_in_ms: delayMs,
+      });
+      retry = setTimeout(() => {
+        attempt(Math.min(delayMs * 2, MAX_BACKOFF_MS)).catch((fatal: Error) => options.onFatal(fatal));
+      }, delayMs);
+      return;
+    }
+    judge(checks);
+  };
+  await attempt(1000);
+
+  logger.info('serving', { database: target, time_zone: config.timeZone, tools: registry.tools.length, ready });
+  return {
+    deps: {
+      registry,
+      db: reader,
+      tokenize: createTokenizer(tokenKey),
+      logger,
+      audit,
+      limits,
+      ctx: { timeZone: config.timeZone },
+      isReady: () => ready,
+    },
+    stop: async () => {
+      clearTimeout(retry);
+      const drained = await limits.drain(config.shutdownTimeoutMs);
+      if (!drained) logger.warn('stopping with calls still running', { active: limits.active });
+      await reader.close().catch(() => undefined);
+      audit.close();
+      await database.stop().catch(() => undefined);
+    },
+  };
+}

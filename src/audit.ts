@@ -1,0 +1,54 @@
+/**
+ * The audit log: one JSON line per tools/call, whatever became of it. It records who asked what and
+ * how it ended; never result rows, never personal data, never a token.
+ */
+import { closeSync, fstatSync, openSync, writeSync } from 'node:fs';
+import { ConfigError } from './errors.js';
+
+export type AuditOutcome = 'ok' | 'rejected' | 'failed' | 'refused' | 'unknown_tool';
+
+export interface AuditEntry {
+  readonly request_id: string;
+  /** Token name, or "stdio": never the token itself. */
+  readonly caller: string;
+  readonly tool: string;
+  /** The validated arguments; null when they did not validate. */
+  readonly arguments: Record<string, unknown> | null;
+  readonly outcome: AuditOutcome;
+  /** argument | infrastructure | protocol, when the call did not succeed. */
+  readonly error_class?: 'argument' | 'infrastructure' | 'protocol';
+  readonly error_code?: string;
+  /** Names of the fields that broke a rule, for rejected calls. */
+  readonly invalid_fields?: readonly string[];
+  readonly row_count?: number;
+  readonly duration_ms: number;
+}
+
+export interface AuditLog {
+  write(entry: AuditEntry): void;
+  close(): void;
+}
+
+/** Appends to a file created with mode 0600, or writes to stderr when no file is given. */
+export function createAuditLog(path: string | undefined, now: () => Date = () => new Date()): AuditLog {
+  let fd: number | undefined;
+  if (path !== undefined) {
+    try {
+      fd = openSync(path, 'a', 0o600);
+    } catch (err) {
+      throw new ConfigError(`QUERYGATE_AUDIT_LOG: cannot open ${path}: ${(err as Error).message}`);
+    }
+    if ((fstatSync(fd).mode & 0o077) !== 0) {
+      throw new ConfigError(`QUERYGATE_AUDIT_LOG: ${path} is readable by others; chmod 600 it`);
+    }
+  }
+  const line = (entry: AuditEntry): string =>
+    `${JSON.stringify({ time: now().toISOString(), type: 'audit', ...entry })}\n`;
+  return {
+    // One write per line on an O_APPEND descriptor: lines from concurrent calls never interleave.
+    write: (entry) => (fd === undefined ? process.stderr.write(line(entry)) : writeSync(fd, line(entry))) && undefined,
+    close: () => {
+      if (fd !== undefined) closeSync(fd);
+    },
+  };
+}
