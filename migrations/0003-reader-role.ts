@@ -8,20 +8,32 @@ export function readerRole(role: string): Migration {
   const reader = sql.id(role);
   return {
     async up(db: Kysely<unknown>): Promise<void> {
-      const exists = await sql`select 1 from pg_roles where rolname = ${role}`.execute(db);
-      if (exists.rows.length === 0) {
+      // Roles belong to the cluster, not the database: with several databases in one cluster the role
+      // may exist already. It is changed only where it differs, so that migrations of two databases
+      // running at once do not update the same catalog row.
+      const existing = await sql<{ safe: boolean; config: string[] | null }>`
+        select (rolcanlogin and not rolsuper and not rolcreatedb and not rolcreaterole and not rolinherit
+                and not rolreplication and not rolbypassrls) as safe, rolconfig as config
+          from pg_roles where rolname = ${role}`.execute(db);
+      const found = existing.rows[0];
+      if (!found) {
         await sql`create role ${reader} login nosuperuser nocreatedb nocreaterole noinherit noreplication nobypassrls`.execute(
           db,
         );
-      } else {
+      } else if (!found.safe) {
         await sql`alter role ${reader} login nosuperuser nocreatedb nocreaterole noinherit noreplication nobypassrls`.execute(
           db,
         );
       }
-      await sql`alter role ${reader} set default_transaction_read_only = on`.execute(db);
-      await sql`alter role ${reader} set statement_timeout = '5s'`.execute(db);
-      await sql`alter role ${reader} set idle_in_transaction_session_timeout = '10s'`.execute(db);
-      await sql`alter role ${reader} set search_path = reporting`.execute(db);
+      const config = new Set(found?.config ?? []);
+      if (!config.has('default_transaction_read_only=on')) {
+        await sql`alter role ${reader} set default_transaction_read_only = on`.execute(db);
+      }
+      if (!config.has('statement_timeout=5s')) await sql`alter role ${reader} set statement_timeout = '5s'`.execute(db);
+      if (!config.has('idle_in_transaction_session_timeout=10s')) {
+        await sql`alter role ${reader} set idle_in_transaction_session_timeout = '10s'`.execute(db);
+      }
+      if (!config.has('search_path=reporting')) await sql`alter role ${reader} set search_path = reporting`.execute(db);
 
       const { rows } = await sql<{ name: string }>`select current_database() as name`.execute(db);
       const database = sql.id(rows[0]!.name);

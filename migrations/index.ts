@@ -3,11 +3,13 @@ import type { Migration } from 'kysely';
 import { salesSchema } from './0001-sales-schema.js';
 import { reportingViews } from './0002-reporting-views.js';
 import { readerRole } from './0003-reader-role.js';
+import { readerColumns } from './0004-reader-columns.js';
 
 export function migrations(options: { readerRole: string }): Record<string, Migration> {
   return {
     '0001-sales-schema': salesSchema,
     '0002-reporting-views': reportingViews,
     '0003-reader-role': readerRole(options.readerRole),
+    '0004-reader-columns': readerColumns(options.readerRole),
   };
 }

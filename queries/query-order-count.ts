@@ -44,9 +44,12 @@ export const queryOrderCount = defineTemplate({
     'Counts the orders placed between start_date and end_date (both inclusive, at most 90 days).',
     'Use it for questions like "how many orders last week?" or "how many orders were refunded in March?".',
     'Every status is counted, including cancelled and refunded orders; without a status filter the result also breaks the count down per status.',
-    'Example input: {"start_date": "2025-03-01", "end_date": "2025-03-07"} or {"start_date": "2025-03-01", "end_date": "2025-03-31", "status": "refunded"}.',
   ].join(' '),
   input,
+  examples: [
+    { start_date: '2025-03-01', end_date: '2025-03-07' },
+    { start_date: '2025-03-01', end_date: '2025-03-31', status: 'refunded' },
+  ],
   output,
   columns: {
     status: { type: 'text', source: 'reporting.orders.status' },

@@ -56,9 +56,12 @@ export const queryRecentOrders = defineTemplate({
     'Use it to look at individual orders: "show the last 20 pending orders", "latest refunds this week".',
     'Customer data is desensitized: initials, a masked email, the last 4 phone digits and the region; order and customer references are opaque tokens, stable across calls.',
     'limit is 1..100 (default 20).',
-    'Example input: {"start_date": "2025-03-01", "end_date": "2025-03-31", "status": "pending", "limit": 20}.',
   ].join(' '),
   input,
+  examples: [
+    { start_date: '2025-03-01', end_date: '2025-03-31', status: 'pending', limit: 20 },
+    { start_date: '2025-03-24', end_date: '2025-03-30' },
+  ],
   output,
   columns: {
     order_ref: { type: 'text', source: 'reporting.orders.id', mask: 'token' },

@@ -57,9 +57,15 @@ export const querySales = defineTemplate({
     'Use it for revenue, order volume and average order value questions: "revenue by region this quarter", "daily sales last month", "which category sold most in March".',
     'Net sales leave out cancelled and refunded orders. Revenue is the sum of quantity x unit price of the order items; by category, order_count is the number of orders holding at least one item of that category.',
     'Periods are labelled by their first day, which may fall before start_date; only orders inside the range are counted. Periods without sales are not listed.',
-    'Example input: {"start_date": "2025-01-01", "end_date": "2025-03-31", "group_by": "month"}.',
   ].join(' '),
   input,
+  examples: [
+    { start_date: '2025-01-01', end_date: '2025-03-31', group_by: 'month' },
+    { start_date: '2025-03-01', end_date: '2025-03-31', group_by: 'region' },
+    { start_date: '2025-03-01', end_date: '2025-03-31', group_by: 'category' },
+    { start_date: '2025-03-01', end_date: '2025-03-31', group_by: 'day' },
+    { start_date: '2025-03-01', end_date: '2025-03-31', group_by: 'week' },
+  ],
   output,
   columns: {
     group_key: { type: 'text', source: 'computed' },

@@ -54,9 +54,12 @@ export const queryTopProducts = defineTemplate({
     'Use it for "top 10 products this month", "which products sold the most units last quarter".',
     "Net sales leave out cancelled and refunded orders; a product's revenue is the sum of quantity x unit price of its order items.",
     'limit is 1..100 (default 10); metric is revenue (default) or units.',
-    'Example input: {"start_date": "2025-01-01", "end_date": "2025-03-31", "limit": 5, "metric": "units"}.',
   ].join(' '),
   input,
+  examples: [
+    { start_date: '2025-01-01', end_date: '2025-03-31', limit: 5, metric: 'units' },
+    { start_date: '2025-03-01', end_date: '2025-03-31' },
+  ],
   output,
   columns: {
     sku: { type: 'text', source: 'reporting.products.sku' },

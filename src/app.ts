@@ -6,15 +6,24 @@ import { randomBytes } from 'node:crypto';
 import { templates } from '../queries/index.js';
 import { createAuditLog } from './audit.js';
 import type { Config } from './config.js';
-import { connectReader, redactUrl } from './db/connect.js';
+import { connectReader, redactUrl, type ReaderDatabase } from './db/connect.js';
 import { checkReaderSafety, formatReport, type SafetyCheck } from './db/doctor.js';
-import { DEFAULT_SEED_ORDERS, todayUtc } from './db/seed.js';
+import { DEFAULT_SEED_ORDERS, defaultSeedUntil } from './db/seed.js';
 import { ConfigError, classifyDatabaseError } from './errors.js';
 import { createCallLimits } from './limits.js';
 import { createTokenizer } from './lib/masking.js';
 import type { Logger } from './logger.js';
 import { createRegistry } from './registry.js';
 import type { ServerDeps } from './server.js';
+
+/** Node and PostgreSQL ship their own time-zone data; the zone must be in PostgreSQL's. */
+async function databaseKnowsZone(reader: ReaderDatabase, zone: string): Promise<boolean> {
+  const rows = await reader.execute({
+    sql: 'select exists (select 1 from pg_timezone_names where name = $1) as known',
+    parameters: [zone],
+  });
+  return rows[0]?.known === true;
+}
 
 export interface App {
   readonly deps: ServerDeps;
@@ -39,7 +48,7 @@ export async function openDatabase(config: Config, logger: Logger): Promise<Open
     {
       dataDir: config.dataDir ?? defaultDataDir(),
       readerRole: config.readerRole,
-      seedIfEmpty: { orders: DEFAULT_SEED_ORDERS, until: todayUtc() },
+      seedIfEmpty: { orders: DEFAULT_SEED_ORDERS, until: defaultSeedUntil() },
     },
     logger,
   );
@@ -95,8 +104,10 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
   };
   const attempt = async (delayMs: number): Promise<void> => {
     let checks: SafetyCheck[];
+    let knownZone: boolean;
     try {
       checks = await checkReaderSafety(readerUrl);
+      knownZone = await databaseKnowsZone(reader, config.timeZone);
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
       logger.warn('database unavailable; calls fail until it answers', {
@@ -108,6 +119,9 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
         attempt(Math.min(delayMs * 2, MAX_BACKOFF_MS)).catch((fatal: Error) => options.onFatal(fatal));
       }, delayMs);
       return;
+    }
+    if (!knownZone) {
+      throw new ConfigError(`QUERYGATE_TIME_ZONE: the database does not know the time zone "${config.timeZone}"`);
     }
     judge(checks);
   };

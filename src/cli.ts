@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 /** The `querygate` command: serve (stdio or HTTP), doctor, migrate, seed. */
+import { createServer as createNetServer } from 'node:net';
 import { parseArgs } from 'node:util';
 import { templates } from '../queries/index.js';
 import { openDatabase, startApp } from './app.js';
@@ -9,11 +10,11 @@ import { connectReader, redactUrl } from './db/connect.js';
 import { checkReaderSafety, explainTemplates, formatReport } from './db/doctor.js';
 import { defaultDataDir, startEmbedded } from './db/embedded.js';
 import { prepareDatabase } from './db/prepare.js';
-import { DEFAULT_SEED_ORDERS, seedDatabase, todayUtc } from './db/seed.js';
+import { DEFAULT_SEED_ORDERS, defaultSeedUntil, seedDatabase, todayUtc } from './db/seed.js';
 import { ConfigError } from './errors.js';
 import { createTokenBuckets } from './limits.js';
 import { createLogger, type Logger } from './logger.js';
-import { createServer } from './server.js';
+import { createServer, VERSION } from './server.js';
 import { serveHttp } from './transports/http.js';
 import { serveStdio } from './transports/stdio.js';
 
@@ -28,7 +29,7 @@ const USAGE = `Usage:
   querygate migrate                      apply migrations (ADMIN_DATABASE_URL, or the embedded database)
   querygate seed [--orders N] [--until YYYY-MM-DD] [--replace | --if-empty]
                                          load deterministic demo data (default ${DEFAULT_SEED_ORDERS} orders
-                                         up to today); refuses a database that holds orders unless
+                                         up to yesterday); refuses a database that holds orders unless
                                          --replace (replace them) or --if-empty (do nothing)
 
 Without DATABASE_URL, serve starts the embedded PostgreSQL in QUERYGATE_DATA_DIR
@@ -48,8 +49,13 @@ async function main(argv: string[]): Promise<void> {
       'if-empty': { type: 'boolean', default: false },
       'allow-unsafe-role': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
+      version: { type: 'boolean', short: 'v', default: false },
     },
   });
+  if (values.version) {
+    process.stdout.write(`${VERSION}\n`);
+    return;
+  }
   const command = positionals[0] ?? 'serve';
   if (values.help || command === 'help') {
     process.stderr.write(`${USAGE}\n`);
@@ -73,13 +79,28 @@ async function main(argv: string[]): Promise<void> {
     case 'seed':
       return seed(config, logger, {
         orders: parseCount(values.orders),
-        until: values.until ?? todayUtc(),
+        until: values.until ?? defaultSeedUntil(),
         replace: values.replace,
         ifEmpty: values['if-empty'],
       });
     default:
       throw new ConfigError(`unknown command ${command}\n${USAGE}`);
   }
+}
+
+async function assertPortFree(host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  await new Promise<void>((resolve, reject) => {
+    const probe = createNetServer();
+    probe.once('error', (err: NodeJS.ErrnoException) =>
+      reject(
+        err.code === 'EADDRINUSE'
+          ? new ConfigError(`port ${port} on ${host} is in use; pick another with --port`)
+          : err,
+      ),
+    );
+    probe.listen(port, host, () => probe.close(() => resolve()));
+  });
 }
 
 function parsePort(value: string): number {
@@ -101,6 +122,8 @@ async function serve(
   let fatal: ((error: Error) => void) | undefined;
   const failed = new Promise<never>((_, reject) => (fatal = reject));
   failed.catch(() => undefined);
+  // Fail on a taken port before spending seconds on the database.
+  if (options.http) await assertPortFree(options.host, options.port);
   const app = await startApp(config, logger, { allowUnsafeRole: options.allowUnsafeRole, onFatal: (e) => fatal?.(e) });
   const stopSignal = new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
@@ -140,6 +163,7 @@ async function serve(
         logger.warn('querygate speaks MCP over stdio: launch it from an MCP client, or run `querygate serve --http`');
       }
       await Promise.race([serveStdio(createServer(app.deps, { id: 'stdio' })), stopSignal, failed]);
+      logger.info('stopping: the client closed the session or a signal came');
     }
   } finally {
     await app.stop();
@@ -209,7 +233,7 @@ async function seed(
 }
 
 main(process.argv.slice(2)).then(
-  () => process.exit(0),
+  () => process.exit(), // keeps an exit code a command set (doctor: 1 when unsafe)
   (err: unknown) => {
     // Configuration mistakes are one clear line; anything else is a bug, logged with its stack on stderr.
     if (

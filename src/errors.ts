@@ -89,6 +89,10 @@ export function classifyDatabaseError(err: unknown): InfraError {
   const message = err instanceof Error ? err.message : '';
   if (code === '57014') return new InfraError('timeout', err); // query_canceled: statement_timeout fired
   if (code === '25P03') return new InfraError('timeout', err); // idle_in_transaction_session_timeout
+  if (/^Query read timeout$/.test(message)) return new InfraError('timeout', err); // pg's client-side backstop
+  // Admission control never lets more calls run than the pool has connections, so a pool timeout
+  // means a connection could not be opened in time: the database is unreachable.
+  if (/timeout exceeded when trying to connect/i.test(message)) return new InfraError('database_unavailable', err);
   if (
     (typeof code === 'string' &&
       (code.startsWith('08') || code.startsWith('57P') || code === '53300' || code.startsWith('28'))) ||

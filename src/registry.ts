@@ -9,7 +9,8 @@ import type { CompiledQuery, Kysely } from 'kysely';
 import { z } from 'zod';
 import { PERSONAL_COLUMNS, type ReportingDatabase, type SourceColumn } from './db/schema.js';
 import type { AuditEntry, AuditLog, AuditOutcome } from './audit.js';
-import type { ReaderDatabase } from './db/connect.js';
+import { createCompiler, type ReaderDatabase } from './db/connect.js';
+import { readSelections } from './db/selections.js';
 import {
   ArgumentError,
   ConfigError,
@@ -60,6 +61,11 @@ export interface QueryTemplate<Args, Output extends Record<string, unknown>> {
   readonly title: string;
   readonly description: string;
   readonly input: z.ZodType<Args>;
+  /**
+   * Example arguments, as a model would send them. The first ones are shown in the description;
+   * all are checked at start-up: they must validate, and what they select must match `columns`.
+   */
+  readonly examples: readonly [Record<string, unknown>, ...Record<string, unknown>[]];
   readonly output: z.ZodType<Output>;
   /** Every column the query selects, by its alias, with its type, source and treatment. */
   readonly columns: Readonly<Record<string, ColumnSpec>>;
@@ -138,10 +144,11 @@ export function createRegistry(templates: readonly AnyTemplate[]): Registry {
     if (byName.has(template.name)) throw new ConfigError(`duplicate tool name: ${template.name}`);
     const inputSchema = jsonSchema(template.input, 'input') as Tool['inputSchema'];
     byName.set(template.name, { template, knownArgs: Object.keys(inputSchema.properties ?? {}) });
+    assertSelections(template);
     tools.push({
       name: template.name,
       title: template.title,
-      description: template.description,
+      description: describe(template),
       inputSchema,
       outputSchema: jsonSchema(template.output, 'output') as Tool['outputSchema'],
       annotations: { title: template.title, ...TOOL_ANNOTATIONS },
@@ -196,6 +203,39 @@ function assertTemplate(t: AnyTemplate): void {
     }
     if (column.mask === 'token' && column.type !== 'text') {
       throw new ConfigError(`${where}: column ${alias} is tokenized and must be of type text`);
+    }
+  }
+}
+
+/** The description a model reads: the template's text and its first two examples. */
+function describe(template: AnyTemplate): string {
+  const shown = template.examples.slice(0, 2).map((e) => JSON.stringify(e));
+  return `${template.description} Example input: ${shown.join(' or ')}.`;
+}
+
+/**
+ * Compiles every example and holds the declared columns to what the query really selects, so a
+ * template cannot return a personal column under another name or a false `source`.
+ */
+function assertSelections(template: AnyTemplate): void {
+  const where = `template ${template.name}`;
+  const compiler = createCompiler();
+  for (const example of template.examples) {
+    const parsed = template.input.safeParse(example);
+    if (!parsed.success) throw new ConfigError(`${where}: example ${JSON.stringify(example)} does not validate`);
+    const compiled = template.query(compiler, parsed.data, { timeZone: 'UTC' }).limit(1).compile();
+    const selections = readSelections(compiled.query);
+    const aliases = selections.map((s) => s.alias).sort();
+    const declared = Object.keys(template.columns).sort();
+    if (JSON.stringify(aliases) !== JSON.stringify(declared)) {
+      throw new ConfigError(`${where}: selects ${aliases.join(', ')} but declares ${declared.join(', ')}`);
+    }
+    for (const { alias, source } of selections) {
+      const column = template.columns[alias]!;
+      const personal = source !== undefined && source in PERSONAL_COLUMNS;
+      if ((personal || column.source !== 'computed') && source !== undefined && column.source !== source) {
+        throw new ConfigError(`${where}: column ${alias} selects ${source} but declares source ${column.source}`);
+      }
     }
   }
 }
@@ -321,13 +361,27 @@ function convert(type: ColumnKind, value: unknown): CellValue {
     case 'integer':
       return Number(value);
     case 'money':
-      return Math.round(Number(value) * 100) / 100;
+      return roundMoney(String(value));
     case 'timestamp':
       return value instanceof Date ? value.toISOString() : String(value);
     case 'date':
     case 'text':
       return String(value);
   }
+}
+
+/**
+ * A numeric string rounded to cents, half away from zero as PostgreSQL's round() does, in decimal
+ * arithmetic: the binary float of "1.005" is below 1.005, and Math.round would give 1.00.
+ */
+export function roundMoney(text: string): number {
+  const match = /^(-?)(\d+)(?:\.(\d*))?$/.exec(text.trim());
+  if (!match) throw new ConfigError(`money column returned ${JSON.stringify(text.slice(0, 40))}`);
+  const [, sign, whole, fraction = ''] = match;
+  if (fraction.length <= 2) return Number(text);
+  let cents = BigInt(whole! + fraction.slice(0, 2));
+  if (fraction.charCodeAt(2) >= 53 /* '5' */) cents += 1n;
+  return Number(`${sign}${cents / 100n}.${String(cents % 100n).padStart(2, '0')}`);
 }
 
 /** Turns zod's issues into "field: rule" pairs a model can act on. */

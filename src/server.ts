@@ -1,6 +1,7 @@
 /** Builds one MCP server over the registry. No state of its own: transports build as many as they need. */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ListToolsRequestSchema, type CallToolRequest } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
 import type { CallDeps, Caller, Registry } from './registry.js';
 
 /** Kept equal to package.json's version; a test checks it. */
@@ -9,6 +10,13 @@ export const VERSION = '0.1.0';
 export interface ServerDeps extends CallDeps {
   readonly registry: Registry;
 }
+
+/**
+ * tools/call registered with a lenient schema: the SDK's Server then checks the request itself and
+ * answers a malformed one (arguments that are not an object, say) with -32602 Invalid params. With
+ * the strict schema the generic parse runs first and a malformed request becomes -32603.
+ */
+const LenientCallToolRequest = z.looseObject({ method: z.literal('tools/call'), params: z.unknown() });
 
 const INSTRUCTIONS = [
   'querygate answers questions about sales data through fixed, read-only query tools.',
@@ -24,8 +32,9 @@ export function createServer(deps: ServerDeps, caller: Caller): Server {
   );
   const tools = deps.registry.toolsFor(caller);
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...tools] }));
-  server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-    deps.registry.call(request.params.name, request.params.arguments, deps, { caller, signal: extra.signal }),
-  );
+  server.setRequestHandler(LenientCallToolRequest, (request, extra) => {
+    const { name, arguments: args } = request.params as CallToolRequest['params'];
+    return deps.registry.call(name, args, deps, { caller, signal: extra.signal });
+  });
   return server;
 }

@@ -7,7 +7,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI, runCli } from './support/cli.js';
+import { CLI, runCli, startCli } from './support/cli.js';
 
 let dataDir: string;
 beforeAll(async () => {
@@ -72,6 +72,29 @@ describe('the embedded default', () => {
       const { tools } = await next.client.listTools();
       expect(tools).toHaveLength(4);
       expect(next.stderr()).not.toContain('seeded demo data');
+    } finally {
+      await next.client.close();
+    }
+  });
+
+  it('recovers after a kill -9: the orphaned postgres is stopped and the next start serves', async () => {
+    const victim = startCli(['serve'], { QUERYGATE_DATA_DIR: dataDir });
+    await victim.waitForLog(/"msg":"serving"/);
+    const pid = Number.parseInt((await readFile(join(dataDir, 'pg', 'postmaster.pid'), 'utf8')).split('\n')[0]!, 10);
+    victim.child.kill('SIGKILL');
+    await victim.exited;
+    expect(() => process.kill(pid, 0)).not.toThrow(); // postgres outlived its querygate
+
+    const next = launch();
+    await next.client.connect(next.transport);
+    try {
+      const result = (await next.client.callTool({
+        name: 'query_order_count',
+        arguments: { start_date: monthAgo, end_date: today },
+      })) as CallToolResult;
+      expect(result.isError).toBeFalsy();
+      expect(next.stderr()).toContain('stopping a postgres left running by an earlier querygate');
+      expect(() => process.kill(pid, 0)).toThrow(); // the orphan is gone
     } finally {
       await next.client.close();
     }

@@ -84,6 +84,33 @@ describe('a template that breaks the contract is refused at start-up', () => {
     ).toThrow(/looks personal/);
   });
 
+  it('when it selects a personal column but declares it computed', () => {
+    expect(() =>
+      createRegistry([withColumns({ ...recent.columns, order_ref: { type: 'text', source: 'computed' } })]),
+    ).toThrow(/column order_ref selects reporting\.orders\.id but declares source computed/);
+  });
+
+  it('when it declares a source it does not select', () => {
+    expect(() =>
+      createRegistry([
+        withColumns({ ...recent.columns, customer_region: { type: 'text', source: 'reporting.orders.status' } }),
+      ]),
+    ).toThrow(
+      /column customer_region selects reporting\.customers\.region but declares source reporting\.orders\.status/,
+    );
+  });
+
+  it('when it selects a column it does not declare', () => {
+    const { customer_region: _region, ...rest } = recent.columns;
+    expect(() => createRegistry([withColumns(rest)])).toThrow(/selects .*customer_region.* but declares/);
+  });
+
+  it('when an example does not validate', () => {
+    expect(() =>
+      createRegistry([{ ...recent, examples: [{ start_date: '2025-02-30', end_date: '2025-03-01' }] }]),
+    ).toThrow(/example .* does not validate/);
+  });
+
   it('when two tools share a name', () => {
     expect(() => createRegistry([recent, recent])).toThrow(/duplicate tool name/);
   });

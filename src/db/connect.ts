@@ -8,6 +8,7 @@ import {
   PostgresQueryCompiler,
   type CompiledQuery,
 } from 'kysely';
+import { connect as connectSocket } from 'node:net';
 import pg from 'pg';
 import type { Logger } from '../logger.js';
 import type { ReportingDatabase } from './schema.js';
@@ -19,11 +20,14 @@ export interface ReaderOptions {
   readonly applicationName?: string;
 }
 
+/** SQL text and its bind parameters, as Kysely's compile() gives them. */
+export type Statement = Pick<CompiledQuery, 'sql' | 'parameters'>;
+
 export interface ReaderDatabase {
   /** Builds and compiles queries; it has no connection and cannot run anything. */
   readonly compiler: Kysely<ReportingDatabase>;
   /** Runs one compiled statement on a pooled reader connection; an abort cancels it on the server. */
-  execute(query: CompiledQuery, signal?: AbortSignal): Promise<Record<string, unknown>[]>;
+  execute(query: Statement, signal?: AbortSignal): Promise<Record<string, unknown>[]>;
   readonly pool: pg.Pool;
   close(): Promise<void>;
 }
@@ -67,7 +71,7 @@ export function connectReader(url: string, options: ReaderOptions, logger: Logge
     execute: async (query, signal) => {
       signal?.throwIfAborted();
       const client = await pool.connect();
-      const cancel = (): void => cancelActiveQuery(client, config, logger);
+      const cancel = (): void => cancelRunningQuery(client, logger);
       signal?.addEventListener('abort', cancel, { once: true });
       try {
         const result = await client.query({ text: query.sql, values: query.parameters as unknown[] });
@@ -91,13 +95,30 @@ function isConnectionError(err: unknown): boolean {
   return typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code) || code.startsWith('08') || code.startsWith('57P');
 }
 
-/** Sends PostgreSQL's cancel request for the statement running on `client`, over a separate connection. */
-function cancelActiveQuery(client: pg.PoolClient, config: pg.ClientConfig, logger: Logger): void {
-  const active = (client as unknown as { activeQuery?: unknown }).activeQuery;
-  if (!active) return;
-  logger.debug('cancelling an abandoned query');
-  const canceller = new pg.Client(config) as unknown as { cancel(target: unknown, query: unknown): void };
-  canceller.cancel(client, active);
+/**
+ * Sends PostgreSQL's CancelRequest for whatever `client` is running: a 16-byte packet on a new
+ * connection, carrying the backend's pid and secret key (protocol 3.0), as libpq's PQcancel does.
+ */
+function cancelRunningQuery(client: pg.PoolClient, logger: Logger): void {
+  const backend = client as unknown as {
+    processID: number | null;
+    secretKey: number | null;
+    host: string;
+    port: number;
+  };
+  if (backend.processID === null || backend.secretKey === null) return;
+  logger.debug('cancelling an abandoned query', { backend_pid: backend.processID });
+  const packet = Buffer.alloc(16);
+  packet.writeInt32BE(16, 0);
+  packet.writeInt32BE(80877102, 4);
+  packet.writeInt32BE(backend.processID, 8);
+  packet.writeInt32BE(backend.secretKey, 12);
+  const socket = backend.host.startsWith('/')
+    ? connectSocket(`${backend.host}/.s.PGSQL.${backend.port}`)
+    : connectSocket(backend.port, backend.host);
+  socket.setTimeout(5000, () => socket.destroy());
+  socket.on('error', (err) => logger.warn('could not cancel a query', { message: err.message }));
+  socket.on('connect', () => socket.end(packet));
 }
 
 /** One admin connection for migrations, seeding and set-up; the caller ends it. */

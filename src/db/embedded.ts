@@ -4,7 +4,7 @@
  * a second one out with a one-line message), so the cluster is never started twice.
  */
 import { randomBytes } from 'node:crypto';
-import { access, mkdir, open, readFile, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { access, link, mkdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { homedir, userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -22,6 +22,8 @@ const DATABASE = 'querygate';
 export interface EmbeddedOptions {
   readonly dataDir: string;
   readonly readerRole: string;
+  /** Port to listen on; a free one when omitted. */
+  readonly port?: number;
   /** Demo data for a database that holds no orders yet. */
   readonly seedIfEmpty?: Omit<SeedOptions, 'replace'>;
 }
@@ -62,7 +64,7 @@ export async function startEmbedded(options: EmbeddedOptions, logger: Logger): P
   try {
     const secrets = await loadSecrets(join(dataDir, 'secrets.json'));
     await stopOrphanedPostmaster(pgDir, logger);
-    const port = await freePort();
+    const port = options.port ?? (await freePort());
     const EmbeddedPostgresClass = await loadEmbeddedPostgres();
     cluster = new EmbeddedPostgresClass({
       databaseDir: pgDir,
@@ -107,12 +109,12 @@ export async function startEmbedded(options: EmbeddedOptions, logger: Logger): P
       readerUrl: withCredentials(adminUrl, options.readerRole, secrets.readerPassword),
       tokenKey: secrets.tokenKey,
       stop: async () => {
-        await started.stop();
+        await stopCluster(started);
         await releaseLock();
       },
     };
   } catch (err) {
-    await cluster?.stop().catch(() => undefined);
+    if (cluster) await stopCluster(cluster);
     await releaseLock();
     throw err;
   }
@@ -164,39 +166,65 @@ function isAlive(pid: number): boolean {
   }
 }
 
-/** Takes the data folder's lock file; a live holder means another querygate owns the database. */
+/**
+ * Takes the data folder's lock file. The file is written in full under a private name and then
+ * hard-linked into place, which fails if a lock exists: no one ever reads a half-written lock.
+ * A lock whose process is gone is stale; it is renamed away (only one taker can win that rename)
+ * and the link is tried again.
+ */
 async function acquireLock(path: string): Promise<() => Promise<void>> {
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      const handle = await open(path, 'wx', 0o600);
-      await handle.writeFile(String(process.pid));
-      await handle.close();
-      return () => unlink(path).catch(() => undefined);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  const mine = `${path}.${process.pid}`;
+  await writeFile(mine, String(process.pid), { mode: 0o600 });
+  try {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        await link(mine, path);
+        return () => unlink(path).catch(() => undefined);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      }
       const holder = Number.parseInt(await readFile(path, 'utf8').catch(() => ''), 10);
-      if (Number.isInteger(holder) && holder !== process.pid && isAlive(holder)) {
+      if (Number.isInteger(holder) && isAlive(holder)) {
         throw new ConfigError(
           `another querygate (pid ${holder}) is using the embedded database in ${dirname(path)}; stop it, or set QUERYGATE_DATA_DIR to another folder`,
         );
       }
-      await unlink(path).catch(() => undefined); // stale: its owner is gone
+      await rename(path, `${path}.stale.${process.pid}`).catch(() => undefined);
+      await unlink(`${path}.stale.${process.pid}`).catch(() => undefined);
     }
+    throw new ConfigError(`could not take the lock ${path}`);
+  } finally {
+    await unlink(mine).catch(() => undefined);
   }
-  throw new ConfigError(`could not take the lock ${path}`);
 }
 
-/** A querygate that was killed leaves its postgres running; we hold the lock, so stop that orphan. */
+/**
+ * A querygate that was killed leaves its postgres running. We hold the lock, so a live postmaster of
+ * this very folder is such an orphan: stop it. A pid file naming any other process (a reboot reused
+ * the pid) is left to postgres, which handles stale pid files itself.
+ */
 async function stopOrphanedPostmaster(pgDir: string, logger: Logger): Promise<void> {
   const pidFile = await readFile(join(pgDir, 'postmaster.pid'), 'utf8').catch(() => undefined);
   const pid = pidFile ? Number.parseInt(pidFile.split('\n')[0] ?? '', 10) : NaN;
   if (!Number.isInteger(pid) || !isAlive(pid)) return;
+  const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+  const args = cmdline.split('\0');
+  if (!args[0]?.endsWith('postgres') || !args.includes(pgDir)) return;
   logger.warn('stopping a postgres left running by an earlier querygate', { pid });
-  process.kill(pid, 'SIGINT');
+  try {
+    process.kill(pid, 'SIGINT');
+  } catch {
+    return;
+  }
   for (let waited = 0; isAlive(pid); waited += 100) {
     if (waited > 30_000) throw new ConfigError(`postgres (pid ${pid}) left running in ${pgDir} did not stop`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** Stops a started cluster, without waiting forever on one whose process already went away. */
+async function stopCluster(cluster: EmbeddedPostgres): Promise<void> {
+  await Promise.race([cluster.stop().catch(() => undefined), new Promise((r) => setTimeout(r, 15_000).unref())]);
 }
 
 async function loadSecrets(path: string): Promise<Secrets> {
@@ -211,7 +239,7 @@ async function loadSecrets(path: string): Promise<Secrets> {
   return secrets;
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolvePort, reject) => {
     const server = createServer();
     server.once('error', reject);

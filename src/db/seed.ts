@@ -297,7 +297,12 @@ export async function seedDatabase(adminUrl: string, options: SeedOptions, logge
   return summary;
 }
 
-/** Today's date in UTC, the default last day of demo data. */
+/** Today's date in UTC. */
 export function todayUtc(now: Date = new Date()): string {
   return now.toISOString().slice(0, 10);
+}
+
+/** The default last day of demo data: yesterday (UTC), so that no order lies in the future. */
+export function defaultSeedUntil(now: Date = new Date()): string {
+  return new Date(now.getTime() - 86_400_000).toISOString().slice(0, 10);
 }

@@ -2,26 +2,33 @@
  * The one date-range schema every tool shares: strict YYYY-MM-DD calendar days,
  * end not before start, at most MAX_RANGE_DAYS counted inclusively.
  */
+import { UTCDate } from '@date-fns/utc';
 import { addDays, differenceInCalendarDays, format, isValid, parse } from 'date-fns';
 import { z } from 'zod';
 
 export const MAX_RANGE_DAYS = 90;
 const ISO_DAY = /^\d{4}-\d{2}-\d{2}$/;
 const DAY_FORMAT = 'yyyy-MM-dd';
-// date-fns needs a reference date for parse; any fixed one will do since the format is complete.
-const REFERENCE = new Date(2000, 0, 1);
+// All calendar arithmetic runs on UTCDate, so the process's own time zone plays no part: in a zone
+// whose clocks skip midnight on some day, local-midnight dates would refuse that real day.
+// parse() builds its result from the reference date, hence a UTCDate reference.
+const REFERENCE = new UTCDate(2000, 0, 1);
 
-/** Parses a YYYY-MM-DD string into a local-midnight Date, or undefined when it is not a real day. */
+/** Parses a YYYY-MM-DD string into a UTC-midnight date, or undefined when it is not a real day. */
 export function parseDay(value: string): Date | undefined {
   if (!ISO_DAY.test(value)) return undefined;
   const day = parse(value, DAY_FORMAT, REFERENCE);
   return isValid(day) && format(day, DAY_FORMAT) === value ? day : undefined;
 }
 
-/** Quotes a user-supplied value for an error message, cut short so a huge input is not echoed back. */
+/**
+ * Quotes a user-supplied value for an error message: strings cut short so a huge input is not echoed
+ * back, and objects only named, never serialized (a deeply nested one would exhaust the stack).
+ */
 export function quote(value: unknown): string {
-  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
-  return JSON.stringify(text.length > 40 ? `${text.slice(0, 40)}…` : text);
+  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (typeof value === 'number' || typeof value === 'boolean' || value === null) return String(value);
+  return Array.isArray(value) ? 'an array' : `a value of type ${typeof value}`;
 }
 
 const calendarDay = (what: string): z.ZodString =>

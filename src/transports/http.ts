@@ -42,6 +42,7 @@ export interface RunningHttp {
 }
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
+const utf8 = new TextDecoder('utf-8', { fatal: true });
 /** Without tokens (loopback only), every HTTP client is this one caller. */
 const ANONYMOUS: Caller = { id: 'http' };
 
@@ -101,9 +102,13 @@ export async function serveHttp(
     }
     let parsed: unknown;
     try {
-      parsed = JSON.parse(body.toString('utf8'));
+      parsed = JSON.parse(utf8.decode(body));
     } catch {
-      return sendError(res, 400, -32700, 'Parse error: the body is not valid JSON');
+      return sendError(res, 400, -32700, 'Parse error: the body is not valid UTF-8 JSON');
+    }
+    if (Array.isArray(parsed)) {
+      // JSON-RPC batches left MCP in 2025-06-18.
+      return sendError(res, 400, -32600, 'Invalid Request: JSON-RPC batches are not supported');
     }
     const server = buildServer(caller);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });

@@ -9,6 +9,8 @@ export interface RunningCli {
   readonly stderr: () => string;
   /** Resolves with the first stderr line that matches. */
   waitForLog(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  /** Resolves with the exit code when the process exits by itself. */
+  readonly exited: Promise<number | null>;
   stop(): Promise<number | null>;
 }
 
@@ -22,6 +24,7 @@ export function startCli(args: string[], env: Record<string, string>): RunningCl
   const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
   return {
     child,
+    exited,
     stderr: () => stderr,
     waitForLog: (pattern, timeoutMs = 30_000) =>
       new Promise((found, fail) => {

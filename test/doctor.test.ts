@@ -1,0 +1,234 @@
+/**
+ * `querygate doctor` and the start-up self-check, through the built CLI: the test reader passes
+ * every check; a hand-made role with write and CREATE rights fails the right ones, with the fix
+ * to apply, and `serve` refuses it unless told --allow-unsafe-role.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { withCredentials } from '../src/db/connect.js';
+import { CLI, runCli } from './support/cli.js';
+import { connectAdmin } from './support/harness.js';
+import { eventually } from './support/scratch.js';
+
+interface ReportedCheck {
+  readonly status: 'PASS' | 'FAIL';
+  readonly name: string;
+  readonly detail: string;
+  fix?: string;
+}
+
+/** The check lines of a doctor report: `PASS  name  (detail)`, each failure followed by `fix: ...`. */
+function parseChecks(report: string): ReportedCheck[] {
+  const checks: ReportedCheck[] = [];
+  for (const line of report.split('\n')) {
+    const check = /^\s*(PASS|FAIL)\s+(.*)$/.exec(line);
+    if (check) {
+      // The name is separated from its detail by two or more spaces; names use single spaces.
+      const [name, ...detail] = check[2]!.split(/\s{2,}/);
+      checks.push({ status: check[1] as 'PASS' | 'FAIL', name: name!, detail: detail.join(' ') });
+      continue;
+    }
+    const fix = /^\s*fix:\s*(.*)$/.exec(line);
+    if (fix && checks.length > 0) checks[checks.length - 1]!.fix = fix[1];
+  }
+  return checks;
+}
+
+/** The one check whose name matches. */
+function checkNamed(checks: readonly ReportedCheck[], pattern: RegExp): ReportedCheck {
+  const found = checks.filter((c) => pattern.test(c.name));
+  expect(found, `checks named ${pattern} in ${JSON.stringify(checks.map((c) => c.name))}`).toHaveLength(1);
+  return found[0]!;
+}
+
+/** Every check the issue asks for, by a pattern of its name. */
+const REQUIRED_CHECKS = [
+  /superuser/,
+  /BYPASSRLS/,
+  /server-file/,
+  /INSERT\/UPDATE\/DELETE\/TRUNCATE/,
+  /CREATE on any schema/,
+  /temporary tables/,
+  /raw personal data/,
+  /default_transaction_read_only/,
+  /statement_timeout/,
+  /write in a default transaction/,
+  /write in a READ WRITE transaction/,
+];
+
+const TOOLS = ['query_order_count', 'query_sales', 'query_top_products', 'query_recent_orders'];
+
+describe('querygate doctor with the test reader role', () => {
+  it('passes every check, reports a plan cost per tool and calls the role safe', async () => {
+    const { code, stdout, stderr } = await runCli(['doctor'], { DATABASE_URL: inject('readerUrl') });
+    expect(code, stderr).toBe(0);
+    const checks = parseChecks(stdout);
+    for (const pattern of REQUIRED_CHECKS) expect(checkNamed(checks, pattern).status, String(pattern)).toBe('PASS');
+    expect(checks.filter((c) => c.status === 'FAIL')).toEqual([]);
+    expect(stdout).not.toMatch(/fix:/);
+
+    for (const tool of TOOLS) {
+      const plan = new RegExp(`^\\s*PLAN\\s+${tool}\\s+cost\\s+(\\d+\\.\\d+)\\s*$`, 'm').exec(stdout);
+      expect(plan, `PLAN line of ${tool}`).not.toBeNull();
+      expect(Number(plan![1])).toBeGreaterThan(0);
+    }
+    expect(stdout.match(/^\s*PLAN\s/gm)).toHaveLength(TOOLS.length);
+    expect(stdout).toMatch(/role is safe/);
+    expect(stdout).not.toMatch(/UNSAFE/);
+    // The report names the database but never the reader's password.
+    const password = decodeURIComponent(new URL(inject('readerUrl')).password);
+    expect(stdout).not.toContain(password);
+  });
+});
+
+describe('an unsafe reader role', () => {
+  const role = `querygate_unsafe_${randomBytes(4).toString('hex')}`;
+  const password = randomBytes(18).toString('base64url');
+  const unsafeUrl = withCredentials(inject('readerUrl'), role, password);
+  let admin: pg.Client;
+  let doctor: { code: number | null; stdout: string; stderr: string };
+  let checks: ReportedCheck[];
+
+  beforeAll(async () => {
+    admin = await connectAdmin();
+    const id = admin.escapeIdentifier(role);
+    await admin.query(`create role ${id} login password ${admin.escapeLiteral(password)}`);
+    await admin.query(`grant usage on schema reporting to ${id}`);
+    await admin.query(
+      `grant select on reporting.orders, reporting.order_items, reporting.products, reporting.customers to ${id}`,
+    );
+    await admin.query(`grant insert on reporting.orders to ${id}`);
+    await admin.query(`grant create on schema public to ${id}`);
+
+    // The premise, checked as the role itself: no role settings, so neither protection holds.
+    const direct = new pg.Client({ connectionString: unsafeUrl });
+    await direct.connect();
+    try {
+      const settings = await direct.query<{ ro: string; timeout: string }>(
+        "select current_setting('default_transaction_read_only') as ro, current_setting('statement_timeout') as timeout",
+      );
+      expect(settings.rows[0]).toEqual({ ro: 'off', timeout: '0' });
+    } finally {
+      await direct.end();
+    }
+
+    doctor = await runCli(['doctor'], { DATABASE_URL: unsafeUrl });
+    checks = parseChecks(doctor.stdout);
+  });
+
+  afterAll(async () => {
+    if (!admin) return;
+    const id = admin.escapeIdentifier(role);
+    // Its server processes are gone once the CLIs exited; wait so DROP ROLE does not race them.
+    await eventually('the unsafe role to have no sessions', async () => {
+      const { rows } = await admin.query('select count(*)::int as n from pg_stat_activity where usename = $1', [role]);
+      return rows[0].n === 0;
+    });
+    await admin.query(`reassign owned by ${id} to current_user`);
+    await admin.query(`drop owned by ${id}`);
+    await admin.query(`drop role ${id}`);
+    const { rows } = await admin.query('select count(*)::int as n from pg_roles where rolname = $1', [role]);
+    await admin.end();
+    expect(rows[0].n).toBe(0);
+  });
+
+  it('makes doctor exit 1 and say UNSAFE', () => {
+    expect(doctor.stdout).toMatch(/UNSAFE/);
+    expect(doctor.stdout).not.toMatch(/role is safe/);
+    expect(doctor.code, `exit code of an unsafe doctor run; stderr: ${doctor.stderr}`).toBe(1);
+  });
+
+  it('fails the INSERT privilege with the REVOKE to apply', () => {
+    const check = checkNamed(checks, /INSERT\/UPDATE\/DELETE\/TRUNCATE/);
+    expect(check.status).toBe('FAIL');
+    expect(check.detail).toContain('reporting.orders');
+    expect(check.fix).toContain(`REVOKE INSERT ON reporting.orders FROM ${admin.escapeIdentifier(role)}`);
+  });
+
+  it('fails CREATE on schema public with the REVOKE CREATE to apply', () => {
+    const check = checkNamed(checks, /CREATE on any schema/);
+    expect(check.status).toBe('FAIL');
+    expect(check.detail).toContain('public');
+    expect(check.fix).toMatch(/REVOKE CREATE ON SCHEMA public FROM .*querygate_unsafe_/);
+  });
+
+  it('fails default_transaction_read_only and statement_timeout with ALTER ROLE fixes', () => {
+    const readOnly = checkNamed(checks, /default_transaction_read_only/);
+    expect(readOnly.status).toBe('FAIL');
+    expect(readOnly.fix).toMatch(new RegExp(`ALTER ROLE "?${role}"? SET default_transaction_read_only = on`));
+    const timeout = checkNamed(checks, /statement_timeout/);
+    expect(timeout.status).toBe('FAIL');
+    expect(timeout.fix).toMatch(new RegExp(`ALTER ROLE "?${role}"? SET statement_timeout`));
+  });
+
+  it('fails both write attempts, since CREATE on public lets a table be made', () => {
+    for (const pattern of [/write in a default transaction/, /write in a READ WRITE transaction/]) {
+      const check = checkNamed(checks, pattern);
+      expect(check.status, String(pattern)).toBe('FAIL');
+      expect(check.detail).toContain('public.querygate_doctor_probe');
+    }
+  });
+
+  it('still passes the checks the role does not break', () => {
+    for (const pattern of [/superuser/, /BYPASSRLS/, /server-file/, /temporary tables/, /raw personal data/]) {
+      expect(checkNamed(checks, pattern).status, String(pattern)).toBe('PASS');
+    }
+  });
+
+  it("leaves nothing behind from the doctor's write probes", async () => {
+    const tables = await admin.query<{ n: number }>(
+      "select count(*)::int as n from pg_class where relname = 'querygate_doctor_probe'",
+    );
+    expect(tables.rows[0]!.n).toBe(0);
+    const products = await admin.query<{ n: number }>(
+      "select count(*)::int as n from reporting.products where sku = 'doctor-probe'",
+    );
+    expect(products.rows[0]!.n).toBe(0);
+    const raw = await admin.query<{ n: number }>(
+      "select count(*)::int as n from sales.products where sku = 'doctor-probe'",
+    );
+    expect(raw.rows[0]!.n).toBe(0);
+  });
+
+  it('makes serve refuse to start without --allow-unsafe-role', async () => {
+    const { code, stderr } = await runCli(['serve'], { DATABASE_URL: unsafeUrl, QUERYGATE_TOKEN_KEY: 'k'.repeat(20) });
+    expect(code, stderr).toBe(2);
+    expect(stderr).toMatch(/reader role is unsafe/);
+    expect(stderr).toContain('--allow-unsafe-role');
+    expect(stderr).not.toContain(password);
+  });
+
+  it('serves with --allow-unsafe-role, warning loudly, and answers calls', async () => {
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [CLI, 'serve', '--allow-unsafe-role'],
+      env: { PATH: process.env.PATH ?? '', DATABASE_URL: unsafeUrl, QUERYGATE_TOKEN_KEY: 'k'.repeat(20) },
+      stderr: 'pipe',
+    });
+    let stderr = '';
+    (transport.stderr as Readable).on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const client = new Client({ name: 'doctor-test', version: '1.0.0' });
+    await client.connect(transport);
+    try {
+      await eventually('the unsafe-role warning on stderr', async () => stderr.includes('UNSAFE READER ROLE'));
+
+      const result = (await client.callTool({
+        name: 'query_order_count',
+        arguments: { start_date: '2025-06-01', end_date: '2025-06-07' },
+      })) as CallToolResult;
+      expect(result.isError, JSON.stringify(result.content)).toBeFalsy();
+      const { rows } = await admin.query<{ n: number }>(
+        "select count(*)::int as n from sales.orders where ordered_at >= '2025-06-01T00:00:00Z' and ordered_at < '2025-06-08T00:00:00Z'",
+      );
+      expect(rows[0]!.n).toBeGreaterThan(0);
+      expect((result.structuredContent as { order_count: number }).order_count).toBe(rows[0]!.n);
+    } finally {
+      await client.close();
+    }
+  });
+});

@@ -1,0 +1,62 @@
+/**
+ * Databases of a test's own, in the same cluster as the shared test database: for tests that take
+ * locks, need hand-made rows, or must not disturb the data the other suites compute from.
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { DEFAULT_READER_ROLE } from '../../src/config.js';
+import { withDatabase } from '../../src/db/connect.js';
+import { migrateToLatest } from '../../src/db/migrate.js';
+import { seedDatabase } from '../../src/db/seed.js';
+import { silentLogger } from '../../src/logger.js';
+
+export interface ScratchDatabase {
+  readonly name: string;
+  readonly adminUrl: string;
+  readonly readerUrl: string;
+  /** An open admin connection to it. */
+  readonly admin: pg.Client;
+  drop(): Promise<void>;
+}
+
+export async function createScratchDatabase(
+  prefix: string,
+  seed?: { orders: number; until: string },
+): Promise<ScratchDatabase> {
+  const name = `${prefix}_${randomBytes(4).toString('hex')}`;
+  const server = new pg.Client({ connectionString: inject('adminUrl') });
+  await server.connect();
+  await server.query(`create database ${server.escapeIdentifier(name)}`);
+  const adminUrl = withDatabase(inject('adminUrl'), name);
+  await migrateToLatest(adminUrl, DEFAULT_READER_ROLE, silentLogger);
+  if (seed) await seedDatabase(adminUrl, { ...seed, replace: false }, silentLogger);
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  return {
+    name,
+    adminUrl,
+    readerUrl: withDatabase(inject('readerUrl'), name),
+    admin,
+    drop: async () => {
+      await admin.end().catch(() => undefined);
+      await server.query(`drop database if exists ${server.escapeIdentifier(name)} with (force)`);
+      await server.end();
+    },
+  };
+}
+
+/** Polls until `check` holds; fails with `what` when it has not within `timeoutMs`. Not a timing assertion. */
+export async function eventually<T>(
+  what: string,
+  check: () => Promise<T | undefined | false>,
+  timeoutMs = 20_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check().catch(() => undefined);
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
