@@ -389,8 +389,11 @@ function describeIssues(error: z.ZodError, rawArgs: unknown, knownArgs: readonly
   return error.issues.map((issue): ArgumentIssue => {
     const field = issue.path.length > 0 ? issue.path.join('.') : 'arguments';
     if (issue.code === 'unrecognized_keys') {
+      // At most five names: a call with thousands of unknown keys must not get them all echoed back.
+      const shown = issue.keys.slice(0, 5).map((k) => quote(k));
+      if (issue.keys.length > 5) shown.push(`and ${issue.keys.length - 5} more`);
       return {
-        field: issue.keys.map((k) => quote(k)).join(', '),
+        field: shown.join(', '),
         rule: `${issue.keys.length > 1 ? 'are not known arguments' : 'is not a known argument'}; the arguments are ${knownArgs.join(', ')}`,
       };
     }
@@ -418,7 +421,7 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
 function typeName(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
-  return `a ${typeof value}`;
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }
 
 /** What the log may say about a failure: the message and pg error code, never the SQL or parameters. */

@@ -23,9 +23,9 @@ export function oneOf<const T extends readonly [string, ...string[]]>(
 export function rowLimit(fallback: number): z.ZodDefault<z.ZodNumber> {
   return z
     .number()
+    .min(1, { error: 'must be at least 1', abort: true })
+    .max(MAX_ROWS, { error: `must be at most ${MAX_ROWS}`, abort: true })
     .int()
-    .min(1, { error: 'must be at least 1' })
-    .max(MAX_ROWS, { error: `must be at most ${MAX_ROWS}` })
     .default(fallback)
     .describe(`Maximum number of rows to return, 1..${MAX_ROWS} (default ${fallback})`);
 }

@@ -34,7 +34,7 @@ export function quote(value: unknown): string {
 const calendarDay = (what: string): z.ZodString =>
   z
     .string()
-    .regex(ISO_DAY, { error: (iss) => `${quote(iss.input)} is not a date in YYYY-MM-DD form` })
+    .regex(ISO_DAY, { error: (iss) => `${quote(iss.input)} is not a date in YYYY-MM-DD form`, abort: true })
     .refine((value) => parseDay(value) !== undefined, {
       error: (iss) => `${quote(iss.input)} is not a real calendar day`,
       abort: true,
