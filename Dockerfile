@@ -6,7 +6,8 @@ RUN npm ci --ignore-scripts
 COPY src src
 COPY queries queries
 COPY migrations migrations
-RUN npx tsc -p tsconfig.json && npm prune --omit=dev --ignore-scripts
+COPY tsconfig.build.json ./
+RUN npx tsc -p tsconfig.build.json && npm prune --omit=dev --ignore-scripts
 
 FROM node:20-slim
 WORKDIR /app

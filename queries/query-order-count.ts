@@ -15,6 +15,7 @@ import { z } from 'zod';
 import { ordersInRange } from '../src/db/range-sql.js';
 import { ORDER_STATUSES, orderStatus, type OrderStatus } from '../src/lib/arguments.js';
 import { checkDateRange, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
+import { count, echoRange, rangeEcho } from '../src/lib/result-shape.js';
 import { defineTemplate } from '../src/registry.js';
 
 const input = z
@@ -24,11 +25,8 @@ const input = z
   })
   .superRefine(checkDateRange);
 
-const count = z.number().int().nonnegative();
 const output = z.object({
-  start_date: z.string(),
-  end_date: z.string(),
-  time_zone: z.string(),
+  ...rangeEcho,
   status: z.enum(ORDER_STATUSES).nullable().describe('The status filter, or null when every status was counted'),
   order_count: count,
   by_status: z
@@ -66,9 +64,7 @@ export const queryOrderCount = defineTemplate({
     for (const row of rows) byStatus[row.status as OrderStatus] = row.order_count as number;
     const total = Object.values(byStatus).reduce((sum, n) => sum + n, 0);
     return {
-      start_date: args.start_date,
-      end_date: args.end_date,
-      time_zone: ctx.timeZone,
+      ...echoRange(args, ctx.timeZone),
       status: args.status ?? null,
       order_count: total,
       ...(args.status === undefined ? { by_status: byStatus } : {}),

@@ -73,6 +73,21 @@ describe('range edges', () => {
   });
 });
 
+describe('the resolved range', () => {
+  it('is echoed as instants with their offsets, across the change to summer time', async () => {
+    const out = structured<Record<string, unknown>>(
+      await berlin.call('query_order_count', { start_date: '2025-03-30', end_date: '2025-03-30' }),
+    );
+    expect(out).toMatchObject({
+      start_date: '2025-03-30',
+      end_date: '2025-03-30',
+      time_zone: 'Europe/Berlin',
+      starts_at: '2025-03-30T00:00:00.000+01:00',
+      ends_before: '2025-03-31T00:00:00.000+02:00',
+    });
+  });
+});
+
 describe('periods in the reporting time zone', () => {
   interface Row {
     period: string;

@@ -2,6 +2,7 @@
  * The one date-range schema every tool shares: strict YYYY-MM-DD calendar days,
  * end not before start, at most MAX_RANGE_DAYS counted inclusively.
  */
+import { TZDate } from '@date-fns/tz';
 import { UTCDate } from '@date-fns/utc';
 import { addDays, differenceInCalendarDays, format, isValid, parse } from 'date-fns';
 import { z } from 'zod';
@@ -91,4 +92,10 @@ export function resolveRange(value: DateRangeInput): ResolvedRange {
     endExclusive: format(addDays(end, 1), DAY_FORMAT),
     days: differenceInCalendarDays(end, start) + 1,
   };
+}
+
+/** Local midnight of a YYYY-MM-DD day in a time zone, as ISO 8601 with the offset: "2025-03-30T00:00:00.000+01:00". */
+export function startOfDayIn(day: string, timeZone: string): string {
+  const [year, month, date] = day.split('-').map(Number) as [number, number, number];
+  return new TZDate(year, month - 1, date, timeZone).toISOString();
 }

@@ -1,6 +1,7 @@
 /** Output schema pieces shared by the tools, so every result echoes its range and pages the same way. */
 import { z } from 'zod';
 import { MAX_ROWS } from './arguments.js';
+import { resolveRange, startOfDayIn } from './date-range.js';
 
 export const money = z.number().describe('Amount in the order currency, rounded to 2 decimals');
 export const count = z.number().int().nonnegative();
@@ -10,10 +11,14 @@ export const rangeEcho = {
   start_date: z.string().describe('First day covered (YYYY-MM-DD)'),
   end_date: z.string().describe('Last day covered (YYYY-MM-DD)'),
   time_zone: z.string().describe('Time zone in which the days were read'),
+  starts_at: z.string().describe('First instant covered: start_date 00:00 in time_zone, ISO 8601'),
+  ends_before: z.string().describe('First instant no longer covered: the day after end_date, 00:00 in time_zone'),
 };
 
 /** A capped list of flat rows with an honest truncation flag. */
-export function rowsEnvelope<Row extends z.ZodType>(row: Row) {
+export function rowsEnvelope<Row extends z.ZodType>(
+  row: Row,
+): { rows: z.ZodArray<Row>; row_count: z.ZodNumber; truncated: z.ZodBoolean } {
   return {
     rows: z.array(row).max(MAX_ROWS),
     row_count: count.describe('Number of rows returned'),
@@ -21,7 +26,22 @@ export function rowsEnvelope<Row extends z.ZodType>(row: Row) {
   };
 }
 
-/** Echo of the range the caller asked for, in the time zone the server read it. */
-export function echoRange(args: { start_date: string; end_date: string }, timeZone: string) {
-  return { start_date: args.start_date, end_date: args.end_date, time_zone: timeZone };
+export interface RangeEcho {
+  start_date: string;
+  end_date: string;
+  time_zone: string;
+  starts_at: string;
+  ends_before: string;
+}
+
+/** Echo of the range the caller asked for, resolved to instants in the time zone the server read it in. */
+export function echoRange(args: { start_date: string; end_date: string }, timeZone: string): RangeEcho {
+  const range = resolveRange(args);
+  return {
+    start_date: range.startDate,
+    end_date: range.endDate,
+    time_zone: timeZone,
+    starts_at: startOfDayIn(range.startDate, timeZone),
+    ends_before: startOfDayIn(range.endExclusive, timeZone),
+  };
 }
