@@ -27,6 +27,8 @@ async function databaseKnowsZone(reader: ReaderDatabase, zone: string): Promise<
 
 export interface App {
   readonly deps: ServerDeps;
+  /** For /readyz: the role was checked and the database answers now (probed at most once a second). */
+  probeReady(): Promise<boolean>;
   /** Stops after the calls in flight finish (bounded), then closes the pool and the embedded database. */
   stop(): Promise<void>;
 }
@@ -128,7 +130,19 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
   await attempt(1000);
 
   logger.info('serving', { database: target, time_zone: config.timeZone, tools: registry.tools.length, ready });
+  let lastProbe = { at: 0, ok: false };
+  const probeReady = async (): Promise<boolean> => {
+    if (!ready) return false;
+    if (Date.now() - lastProbe.at < 1000) return lastProbe.ok;
+    const ok = await reader
+      .execute({ sql: 'select 1', parameters: [] }, AbortSignal.timeout(2000))
+      .then(() => true)
+      .catch(() => false);
+    lastProbe = { at: Date.now(), ok };
+    return ok;
+  };
   return {
+    probeReady,
     deps: {
       registry,
       db: reader,

@@ -3,7 +3,7 @@
  * named tokens with optional toolsets. Only SHA-256 hashes are kept; comparisons take constant time.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { ConfigError } from './errors.js';
 import type { Caller } from './registry.js';
 
@@ -59,6 +59,15 @@ export function loadAuthenticator(
 
 function readTokenFile(path: string, knownTools: readonly string[]): TokenEntry[] {
   const where = `QUERYGATE_HTTP_TOKENS_FILE (${path})`;
+  let mode: number;
+  try {
+    mode = statSync(path).mode;
+  } catch (err) {
+    throw new ConfigError(`${where}: ${(err as Error).message}`);
+  }
+  if ((mode & 0o077) !== 0) {
+    throw new ConfigError(`${where}: readable by others (mode ${(mode & 0o777).toString(8)}); chmod 600 it`);
+  }
   let parsed: unknown;
   try {
     parsed = JSON.parse(readFileSync(path, 'utf8'));
@@ -66,7 +75,10 @@ function readTokenFile(path: string, knownTools: readonly string[]): TokenEntry[
     throw new ConfigError(`${where}: ${(err as Error).message}`);
   }
   const tokens = (parsed as { tokens?: unknown }).tokens;
-  if (!Array.isArray(tokens)) throw new ConfigError(`${where}: expected {"tokens": [...]}`);
+  // An empty list would silently turn authentication off: refuse it, failing closed.
+  if (!Array.isArray(tokens) || tokens.length === 0) {
+    throw new ConfigError(`${where}: expected {"tokens": [...]} with at least one token`);
+  }
   return tokens.map((raw: unknown, i): TokenEntry => {
     const t = raw as { name?: unknown; token?: unknown; sha256?: unknown; tools?: unknown };
     const at = `${where}: tokens[${i}]`;

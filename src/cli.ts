@@ -137,7 +137,7 @@ async function serve(
         app.deps.registry.tools.map((t) => t.name),
       );
       const http = await serveHttp(
-        (caller) => createServer(app.deps, caller),
+        app.deps,
         {
           host: options.host,
           port: options.port,
@@ -147,7 +147,7 @@ async function serve(
           // Room for a client's initialize and list requests around its calls.
           requestBuckets: createTokenBuckets(config.rateLimitPerMinute * 5),
           maxBodyBytes: 1 << 20,
-          isReady: app.deps.isReady,
+          isReady: () => app.probeReady(),
         },
         logger,
       );
@@ -184,7 +184,7 @@ async function doctor(config: Config, logger: Logger): Promise<void> {
       ...(template.name === 'query_top_products' || template.name === 'query_recent_orders' ? { limit: 100 } : {}),
     }));
     process.stdout.write(`${formatReport(redactUrl(database.readerUrl), checks, plans)}\n`);
-    if (checks.some((c) => !c.ok)) process.exitCode = 1;
+    if (checks.some((c) => !c.ok) || plans.some((p) => p.totalCost === undefined)) process.exitCode = 1;
   } finally {
     await reader.close();
     await database.stop();

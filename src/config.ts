@@ -74,7 +74,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxConcurrentPerCaller: positiveInt(env, 'QUERYGATE_MAX_CONCURRENT', 4),
     maxQueued: positiveInt(env, 'QUERYGATE_MAX_QUEUE', 32),
     auditLog: nonEmpty(env.QUERYGATE_AUDIT_LOG),
-    httpToken: nonEmpty(env.QUERYGATE_HTTP_TOKEN),
+    httpToken: present(env, 'QUERYGATE_HTTP_TOKEN'),
     httpTokensFile: nonEmpty(env.QUERYGATE_HTTP_TOKENS_FILE),
     allowedHosts: list(env.QUERYGATE_ALLOWED_HOSTS),
     allowedOrigins: list(env.QUERYGATE_ALLOWED_ORIGINS),
@@ -84,6 +84,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 
 function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value.trim() === '' ? undefined : value;
+}
+
+/** A secret that, when set at all, must not be blank: a blank token must not mean "no authentication". */
+function present(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const value = env[name];
+  if (value === undefined) return undefined;
+  if (value.trim() === '') throw new ConfigError(`${name}: is set but blank; unset it or give a token`);
+  return value;
 }
 
 function list(value: string | undefined): string[] {

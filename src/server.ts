@@ -18,18 +18,17 @@ export interface ServerDeps extends CallDeps {
  */
 const LenientCallToolRequest = z.looseObject({ method: z.literal('tools/call'), params: z.unknown() });
 
-const INSTRUCTIONS = [
+export const SERVER_INFO = { name: 'querygate', title: 'querygate: read-only sales queries', version: VERSION };
+export const CAPABILITIES = { tools: { listChanged: false } };
+export const INSTRUCTIONS = [
   'querygate answers questions about sales data through fixed, read-only query tools.',
-  'Every tool takes start_date and end_date (YYYY-MM-DD, inclusive, at most 90 days apart); split longer periods into several calls.',
+  'Every tool takes start_date and end_date (YYYY-MM-DD, inclusive, at most 90 days counted inclusively); split longer periods into several calls.',
   'Revenue figures are net: cancelled and refunded orders are left out. Customer data comes back desensitized.',
 ].join(' ');
 
 /** An MCP server for one caller: it lists and runs only the tools in the caller's toolset. */
 export function createServer(deps: ServerDeps, caller: Caller): Server {
-  const server = new Server(
-    { name: 'querygate', title: 'querygate: read-only sales queries', version: VERSION },
-    { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS },
-  );
+  const server = new Server(SERVER_INFO, { capabilities: CAPABILITIES, instructions: INSTRUCTIONS });
   const tools = deps.registry.toolsFor(caller);
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...tools] }));
   server.setRequestHandler(LenientCallToolRequest, (request, extra) => {

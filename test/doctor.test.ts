@@ -232,3 +232,69 @@ describe('an unsafe reader role', () => {
     }
   });
 });
+
+describe('querygate doctor with a role that is read-only in name only', () => {
+  // Role settings as safe as the reader's, no write privilege of its own, yet: a member of a role
+  // that can write (NOINHERIT hides it from has_table_privilege, not from SET ROLE), CREATE on the
+  // database, and SELECT on a raw sales table.
+  const suffix = randomBytes(4).toString('hex');
+  const sneaky = `querygate_sneaky_${suffix}`;
+  const writer = `querygate_writer_${suffix}`;
+  const password = randomBytes(12).toString('hex');
+  let admin: pg.Client;
+
+  beforeAll(async () => {
+    admin = await connectAdmin();
+    const database = (await admin.query<{ name: string }>('select current_database() as name')).rows[0]!.name;
+    await admin.query(`create role ${writer} nologin`);
+    await admin.query(`grant usage on schema sales to ${writer}`);
+    await admin.query(`grant insert, delete on sales.order_items to ${writer}`);
+    await admin.query(`create role ${sneaky} login noinherit password '${password}'`);
+    await admin.query(`grant ${writer} to ${sneaky}`);
+    await admin.query(`grant create on database ${admin.escapeIdentifier(database)} to ${sneaky}`);
+    await admin.query(`grant usage on schema sales, reporting to ${sneaky}`);
+    await admin.query(`grant select on sales.orders to ${sneaky}`);
+    await admin.query(`grant select (id, status) on reporting.orders to ${sneaky}`);
+    for (const setting of [
+      'default_transaction_read_only = on',
+      "statement_timeout = '5s'",
+      "idle_in_transaction_session_timeout = '10s'",
+    ]) {
+      await admin.query(`alter role ${sneaky} set ${setting}`);
+    }
+  });
+  afterAll(async () => {
+    const database = (await admin.query<{ name: string }>('select current_database() as name')).rows[0]!.name;
+    await admin.query(`revoke create on database ${admin.escapeIdentifier(database)} from ${sneaky}`);
+    for (const role of [sneaky, writer]) {
+      await admin.query(`drop owned by ${role}`);
+      await admin.query(`drop role ${role}`);
+    }
+    await admin.end();
+  });
+
+  it('is caught: membership, CREATE on the database and raw reads fail, exit 1', async () => {
+    const url = withCredentials(inject('readerUrl'), sneaky, password);
+    // The membership is real: the role can become the writer and write, in a rolled-back transaction.
+    const direct = new pg.Client({ connectionString: url });
+    await direct.connect();
+    try {
+      await direct.query('begin read write');
+      await direct.query(`set role ${writer}`);
+      await expect(direct.query('delete from sales.order_items where false')).resolves.toBeDefined();
+    } finally {
+      await direct.query('rollback');
+      await direct.end();
+    }
+
+    const { code, stdout } = await runCli(['doctor'], { DATABASE_URL: url });
+    const checks = parseChecks(stdout);
+    expect(checkNamed(checks, /member of no other role/)).toMatchObject({ status: 'FAIL' });
+    expect(checkNamed(checks, /member of no other role/).fix).toContain(`REVOKE ${writer} FROM`);
+    expect(checkNamed(checks, /no CREATE on the database/)).toMatchObject({ status: 'FAIL' });
+    expect(checkNamed(checks, /reads nothing outside the reporting schema/).detail).toContain('sales.orders');
+    expect(checkNamed(checks, /default_transaction_read_only/).status).toBe('PASS');
+    expect(stdout).toContain('UNSAFE');
+    expect(code).toBe(1);
+  });
+});

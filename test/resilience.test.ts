@@ -111,6 +111,7 @@ describe('a database that is down at start-up', () => {
 
         await database!.stop();
         database = undefined;
+        await eventually('/readyz to report the outage', async () => (await get(new URL('/readyz', url))) === 503);
         const during = await call();
         expect(during.isError).toBe(true);
         expect(textOf(during)).toContain('code: database_unavailable');
@@ -121,6 +122,7 @@ describe('a database that is down at start-up', () => {
           return result.isError ? undefined : result;
         });
         expect(after.structuredContent).toEqual(first.structuredContent);
+        await eventually('/readyz to report ready again', async () => (await get(new URL('/readyz', url))) === 200);
         await client.close();
       } finally {
         expect(await server.stop()).toBe(0);

@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { request } from 'node:http';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -201,6 +201,23 @@ describe('a bad token file', () => {
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(/^querygate: .*QUERYGATE_HTTP_TOKENS_FILE.*16/);
     expect(stderr).not.toContain('x'.repeat(15));
+  });
+
+  it('fails closed: an empty token list, a blank token or a file others can read stop serve', async () => {
+    const empty = await writeTokens('empty.json', []);
+    const emptyRun = await runCli(['serve', '--http', '--port', '0'], baseEnv(empty));
+    expect(emptyRun.code, emptyRun.stderr).toBe(2);
+    expect(messages(emptyRun.stderr)[0]).toMatch(/at least one token/);
+
+    const blank = await runCli(['serve', '--http', '--port', '0'], { ...baseEnv(empty), QUERYGATE_HTTP_TOKEN: '   ' });
+    expect(blank.code, blank.stderr).toBe(2);
+    expect(messages(blank.stderr)[0]).toMatch(/QUERYGATE_HTTP_TOKEN: is set but blank/);
+
+    const open = await writeTokens('open.json', [{ name: 'bot', token: newToken() }]);
+    await chmod(open, 0o644);
+    const openRun = await runCli(['serve', '--http', '--port', '0'], baseEnv(open));
+    expect(openRun.code, openRun.stderr).toBe(2);
+    expect(messages(openRun.stderr)[0]).toMatch(/readable by others/);
   });
 });
 

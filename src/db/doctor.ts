@@ -70,17 +70,94 @@ async function runChecks(client: pg.Client): Promise<SafetyCheck[]> {
     'NOCREATEROLE NOCREATEDB NOREPLICATION',
   );
 
+  // The reader must be a leaf: any role it is a member of could be SET ROLE'd to, whatever
+  // NOINHERIT says, and has_table_privilege does not see through a NOINHERIT membership.
   const { rows: memberships } = await client.query<{ name: string }>(
+    `with recursive member_of (oid) as (
+       select m.roleid from pg_auth_members m join pg_roles r on r.oid = m.member where r.rolname = current_user
+       union
+       select m.roleid from pg_auth_members m join member_of on m.member = member_of.oid)
+     select format('%I', r.rolname) as name from member_of join pg_roles r on r.oid = member_of.oid order by 1`,
+  );
+  checks.push({
+    name: 'member of no other role',
+    ok: r.rolsuper || memberships.length === 0,
+    ...(!r.rolsuper && memberships.length
+      ? {
+          detail: memberships.map((m) => m.name).join(', '),
+          fix: memberships.map((m) => `REVOKE ${m.name} FROM ${role};`).join(' '),
+        }
+      : {}),
+  });
+  const { rows: dangerous } = await client.query<{ name: string }>(
     `select name from unnest($1::text[]) as name where pg_has_role(current_user, name, 'MEMBER')`,
     [DANGEROUS_ROLES],
   );
   checks.push({
     name: 'no server-file, program or all-data roles',
-    ok: memberships.length === 0,
-    ...(memberships.length
+    ok: dangerous.length === 0,
+    ...(dangerous.length
       ? {
-          detail: memberships.map((m) => m.name).join(', '),
-          fix: memberships.map((m) => `REVOKE ${m.name} FROM ${role};`).join(' '),
+          detail: r.rolsuper ? 'a superuser holds them all' : dangerous.map((m) => m.name).join(', '),
+          fix: r.rolsuper
+            ? `ALTER ROLE ${role} NOSUPERUSER;`
+            : dangerous.map((m) => `REVOKE ${m.name} FROM ${role};`).join(' '),
+        }
+      : {}),
+  });
+
+  const { rows: owned } = await client.query<{ object: string }>(
+    `select format('%I.%I', n.nspname, c.relname) as object from pg_class c join pg_namespace n on n.oid = c.relnamespace
+      where c.relowner = (select oid from pg_roles where rolname = current_user)
+     union all
+     select format('schema %I', nspname) from pg_namespace where nspowner = (select oid from pg_roles where rolname = current_user)
+     order by 1`,
+  );
+  checks.push({
+    name: 'owns no tables, views or schemas',
+    ok: owned.length === 0,
+    ...(owned.length
+      ? { detail: owned.map((o) => o.object).join(', '), fix: `REASSIGN OWNED BY ${role} TO <an admin role>;` }
+      : {}),
+  });
+
+  const { rows: readable } = await client.query<{ target: string }>(
+    `select format('%I.%I', n.nspname, c.relname) as target
+       from pg_class c join pg_namespace n on n.oid = c.relnamespace
+      where c.relkind in ('r', 'p', 'v', 'm', 'f')
+        and n.nspname not in ('reporting', 'pg_catalog', 'information_schema') and n.nspname not like 'pg\\_toast%'
+        and (has_table_privilege(c.oid, 'SELECT')
+             or exists (select 1 from pg_attribute a where a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+                          and has_column_privilege(c.oid, a.attnum, 'SELECT')))
+      order by 1`,
+  );
+  checks.push({
+    name: 'reads nothing outside the reporting schema',
+    ok: readable.length === 0,
+    ...(readable.length
+      ? {
+          detail: readable.map((t) => t.target).join(', '),
+          fix: readable.map((t) => `REVOKE ALL ON ${t.target} FROM PUBLIC, ${role};`).join(' '),
+        }
+      : {}),
+  });
+
+  const { rows: functions } = await client.query<{ fn: string }>(
+    `select p.oid::regprocedure::text as fn from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+      where n.nspname = 'pg_catalog'
+        and p.proname in ('pg_read_file', 'pg_read_binary_file', 'pg_ls_dir', 'pg_stat_file', 'lo_import', 'lo_export',
+                          'pg_ls_logdir', 'pg_ls_waldir', 'pg_ls_tmpdir', 'pg_ls_archive_statusdir', 'pg_reload_conf',
+                          'pg_rotate_logfile')
+        and has_function_privilege(p.oid, 'EXECUTE')
+      order by 1`,
+  );
+  checks.push({
+    name: 'cannot call file-reading or admin functions',
+    ok: r.rolsuper || functions.length === 0,
+    ...(!r.rolsuper && functions.length
+      ? {
+          detail: functions.map((f) => f.fn).join(', '),
+          fix: functions.map((f) => `REVOKE EXECUTE ON FUNCTION ${f.fn} FROM PUBLIC, ${role};`).join(' '),
         }
       : {}),
   });
@@ -122,14 +199,20 @@ async function runChecks(client: pg.Client): Promise<SafetyCheck[]> {
       : {}),
   });
 
-  const { rows: temp } = await client.query<{ temp: boolean }>(
-    `select has_database_privilege(current_database(), 'TEMPORARY') as temp`,
+  const { rows: dbRights } = await client.query<{ temp: boolean; create: boolean }>(
+    `select has_database_privilege(current_database(), 'TEMPORARY') as temp,
+            has_database_privilege(current_database(), 'CREATE') as create`,
   );
   const database = client.escapeIdentifier(r.database);
   checks.push({
     name: 'no temporary tables',
-    ok: !temp[0]!.temp,
-    ...(temp[0]!.temp ? { fix: `REVOKE TEMPORARY ON DATABASE ${database} FROM PUBLIC, ${role};` } : {}),
+    ok: !dbRights[0]!.temp,
+    ...(dbRights[0]!.temp ? { fix: `REVOKE TEMPORARY ON DATABASE ${database} FROM PUBLIC, ${role};` } : {}),
+  });
+  checks.push({
+    name: 'no CREATE on the database',
+    ok: !dbRights[0]!.create,
+    ...(dbRights[0]!.create ? { fix: `REVOKE CREATE ON DATABASE ${database} FROM PUBLIC, ${role};` } : {}),
   });
 
   const { rows: raw } = await client.query<{ readable: boolean }>(
@@ -153,12 +236,23 @@ async function runChecks(client: pg.Client): Promise<SafetyCheck[]> {
       ? { detail: `is ${readOnly}`, fix: `ALTER ROLE ${role} SET default_transaction_read_only = on;` }
       : {}),
   });
-  const timeout = await setting('statement_timeout');
+  const timeoutMs = Number(
+    (await client.query<{ ms: string }>(`select setting as ms from pg_settings where name = 'statement_timeout'`))
+      .rows[0]!.ms,
+  );
   checks.push({
-    name: 'statement_timeout is set',
-    ok: timeout !== '0',
-    detail: timeout === '0' ? 'is 0 (none)' : `is ${timeout}`,
-    ...(timeout === '0' ? { fix: `ALTER ROLE ${role} SET statement_timeout = '5s';` } : {}),
+    name: 'statement_timeout is set, at most 60 s',
+    ok: timeoutMs > 0 && timeoutMs <= 60_000,
+    detail: timeoutMs === 0 ? 'is 0 (none)' : `is ${await setting('statement_timeout')}`,
+    ...(timeoutMs === 0 || timeoutMs > 60_000 ? { fix: `ALTER ROLE ${role} SET statement_timeout = '5s';` } : {}),
+  });
+  const idle = await setting('idle_in_transaction_session_timeout');
+  checks.push({
+    name: 'idle_in_transaction_session_timeout is set',
+    ok: idle !== '0',
+    ...(idle === '0'
+      ? { detail: 'is 0 (none)', fix: `ALTER ROLE ${role} SET idle_in_transaction_session_timeout = '10s';` }
+      : {}),
   });
 
   checks.push(await tryWrite(client, 'a write in a default transaction fails', 'begin', role));
@@ -200,7 +294,9 @@ async function tryWrite(client: pg.Client, name: string, begin: string, role: st
 
 export interface PlanCost {
   readonly tool: string;
-  readonly totalCost: number;
+  /** The planner's total cost; undefined when EXPLAIN failed. */
+  readonly totalCost?: number;
+  readonly error?: string;
 }
 
 /** EXPLAINs each template over the widest range allowed, ending on `lastDay`, with its most costly arguments. */
@@ -217,9 +313,13 @@ export async function explainTemplates(
       .query(reader.compiler as Kysely<ReportingDatabase>, args, ctx)
       .limit(101)
       .compile();
-    const rows = await reader.execute({ ...compiled, sql: `explain (format json) ${compiled.sql}` });
-    const plan = (rows[0]!['QUERY PLAN'] as Array<{ Plan: { 'Total Cost': number } }>)[0]!.Plan;
-    costs.push({ tool: template.name, totalCost: plan['Total Cost'] });
+    try {
+      const rows = await reader.execute({ ...compiled, sql: `explain (format json) ${compiled.sql}` });
+      const plan = (rows[0]!['QUERY PLAN'] as Array<{ Plan: { 'Total Cost': number } }>)[0]!.Plan;
+      costs.push({ tool: template.name, totalCost: plan['Total Cost'] });
+    } catch (err) {
+      costs.push({ tool: template.name, error: err instanceof Error ? err.message : String(err) });
+    }
   }
   return costs;
 }
@@ -236,9 +336,15 @@ export function formatReport(target: string, checks: readonly SafetyCheck[], pla
   }
   if (plans.length) {
     lines.push('', '  query plans over the widest allowed range (90 days):');
-    for (const plan of plans) lines.push(`  PLAN  ${plan.tool.padEnd(width)}  cost ${plan.totalCost.toFixed(2)}`);
+    for (const plan of plans) {
+      lines.push(
+        plan.totalCost === undefined
+          ? `  FAIL  ${plan.tool.padEnd(width)}  EXPLAIN failed: ${plan.error}`
+          : `  PLAN  ${plan.tool.padEnd(width)}  cost ${plan.totalCost.toFixed(2)}`,
+      );
+    }
   }
-  const failed = checks.filter((c) => !c.ok).length;
+  const failed = checks.filter((c) => !c.ok).length + plans.filter((p) => p.totalCost === undefined).length;
   lines.push(
     '',
     failed === 0 ? 'The reader role is safe.' : `UNSAFE: ${failed} check(s) failed. Apply the fixes as an admin.`,

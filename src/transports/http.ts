@@ -1,6 +1,6 @@
 /**
- * MCP over Streamable HTTP at /mcp, stateless: every POST gets a fresh transport and server, so any
- * replica can answer any request. Bound to loopback by default, with Host and Origin checks against
+ * MCP over Streamable HTTP at /mcp, stateless: every POST is one JSON-RPC message answered with one
+ * JSON response, with no session, so any replica can answer any request. Bound to loopback by default, with Host and Origin checks against
  * DNS rebinding, bearer tokens (required off loopback), a request rate limit and a body size limit.
  */
 import {
@@ -10,13 +10,14 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import type { Authenticator } from '../auth.js';
 import { ConfigError } from '../errors.js';
 import type { TokenBucket } from '../limits.js';
 import type { Logger } from '../logger.js';
 import type { Caller } from '../registry.js';
+import type { ServerDeps } from '../server.js';
+import { handleMessage } from './json-rpc.js';
 
 export interface HttpOptions {
   readonly host: string;
@@ -30,8 +31,8 @@ export interface HttpOptions {
   /** HTTP requests per caller, refused with 429 before they reach MCP when the bucket is empty. */
   readonly requestBuckets: TokenBucket;
   readonly maxBodyBytes: number;
-  /** Whether the database is reachable and the reader role checked: /readyz. */
-  readonly isReady: () => boolean;
+  /** Whether the reader role was checked and the database answers: /readyz. */
+  readonly isReady: () => Promise<boolean>;
 }
 
 export interface RunningHttp {
@@ -46,11 +47,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 /** Without tokens (loopback only), every HTTP client is this one caller. */
 const ANONYMOUS: Caller = { id: 'http' };
 
-export async function serveHttp(
-  buildServer: (caller: Caller) => Server,
-  options: HttpOptions,
-  logger: Logger,
-): Promise<RunningHttp> {
+export async function serveHttp(deps: ServerDeps, options: HttpOptions, logger: Logger): Promise<RunningHttp> {
   if (!LOOPBACK.has(options.host) && !options.auth) {
     throw new ConfigError(
       `refusing to serve on ${options.host} without authentication; set QUERYGATE_HTTP_TOKEN or QUERYGATE_HTTP_TOKENS_FILE, or bind 127.0.0.1`,
@@ -69,7 +66,7 @@ export async function serveHttp(
       return sendError(res, 403, -32000, 'Forbidden: Origin not allowed');
     }
     if (req.method === 'GET' && (path === '/healthz' || path === '/readyz')) {
-      const ready = path === '/healthz' || options.isReady();
+      const ready = path === '/healthz' || (await options.isReady());
       res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ status: ready ? 'ok' : 'not ready' }));
       return;
@@ -95,6 +92,19 @@ export async function serveHttp(
     if (contentType !== 'application/json') {
       return sendError(res, 415, -32000, 'Unsupported Media Type: send application/json');
     }
+    const accept = req.headers.accept ?? '';
+    if (!/application\/json|\*\/\*/i.test(accept)) {
+      return sendError(res, 406, -32000, 'Not Acceptable: accept application/json');
+    }
+    const version = req.headers['mcp-protocol-version'];
+    if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(String(version))) {
+      return sendError(
+        res,
+        400,
+        -32000,
+        `Bad Request: unsupported MCP-Protocol-Version ${JSON.stringify(String(version).slice(0, 40))}`,
+      );
+    }
     const body = await readBody(req, options.maxBodyBytes);
     if (body === 'too_large') {
       res.setHeader('connection', 'close');
@@ -110,15 +120,18 @@ export async function serveHttp(
       // JSON-RPC batches left MCP in 2025-06-18.
       return sendError(res, 400, -32600, 'Invalid Request: JSON-RPC batches are not supported');
     }
-    const server = buildServer(caller);
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    // When the client goes away, closing the transport aborts the running call, which cancels its query.
+    // The client going away mid-call aborts it, which cancels its query on the server.
+    const abort = new AbortController();
     res.on('close', () => {
-      void transport.close();
-      void server.close();
+      if (!res.writableFinished) abort.abort();
     });
-    await server.connect(transport);
-    await transport.handleRequest(req, res, parsed);
+    const response = await handleMessage(parsed, deps, caller, abort.signal);
+    if (response === undefined) {
+      res.writeHead(202).end();
+      return;
+    }
+    const json = JSON.stringify(response);
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) }).end(json);
   }
 
   const http = createHttpServer((req, res) => {

@@ -1,0 +1,375 @@
+/**
+ * The benchmark: each workload three ways on the same data and the same SQL, in one run, reported
+ * as ratios to the baseline measured in that run (the machine is shared; absolute times mean little).
+ *   1. baseline: a plain pg Pool running the exact SQL and parameters the template compiles to;
+ *   2. querygate over stdio through the MCP SDK client (sequential);
+ *   3. querygate over Streamable HTTP at concurrency 1, 8 and 32.
+ * Usage: npm run bench -- [--orders 200000] [--seconds 4] [--soak 100000] [--out BENCHMARKS.md]
+ */
+import { spawn } from 'node:child_process';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { Agent, request } from 'node:http';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import pg from 'pg';
+import { templates } from '../queries/index.js';
+import { DEFAULT_READER_ROLE } from '../src/config.js';
+import { createCompiler, type Statement } from '../src/db/connect.js';
+import { startEmbedded } from '../src/db/embedded.js';
+import { seedDatabase } from '../src/db/seed.js';
+import { MAX_ROWS } from '../src/lib/arguments.js';
+import { createLogger } from '../src/logger.js';
+
+const CLI = resolve('dist/src/cli.js');
+const UNTIL = '2026-06-30';
+const logger = createLogger('warn');
+
+const { values } = parseArgs({
+  options: {
+    orders: { type: 'string', default: '200000' },
+    seconds: { type: 'string', default: '4' },
+    soak: { type: 'string', default: '100000' },
+    out: { type: 'string', default: 'BENCHMARKS.md' },
+  },
+});
+const ORDERS = Number(values.orders);
+const SECONDS = Number(values.seconds);
+const SOAK = Number(values.soak);
+
+const daysBefore = (day: string, n: number): string =>
+  new Date(Date.parse(`${day}T00:00:00Z`) - n * 86_400_000).toISOString().slice(0, 10);
+
+interface Workload {
+  readonly label: string;
+  readonly tool: string;
+  readonly args: Record<string, unknown>;
+}
+const WORKLOADS: Workload[] = [
+  {
+    label: 'order count, 7 days',
+    tool: 'query_order_count',
+    args: { start_date: daysBefore(UNTIL, 6), end_date: UNTIL },
+  },
+  {
+    label: 'sales by day, 90 days',
+    tool: 'query_sales',
+    args: { start_date: daysBefore(UNTIL, 89), end_date: UNTIL, group_by: 'day' },
+  },
+  {
+    label: 'top products, 90 days',
+    tool: 'query_top_products',
+    args: { start_date: daysBefore(UNTIL, 89), end_date: UNTIL },
+  },
+  {
+    label: 'recent orders, limit 100',
+    tool: 'query_recent_orders',
+    args: { start_date: daysBefore(UNTIL, 89), end_date: UNTIL, limit: 100 },
+  },
+];
+
+/** The statement the template compiles to for a workload, exactly as the server sends it. */
+function compiledStatement(workload: Workload): Statement {
+  const template = templates.find((t) => t.name === workload.tool)!;
+  const args = template.input.parse(workload.args);
+  const cap = Math.min(template.rowLimit?.(args) ?? MAX_ROWS, MAX_ROWS);
+  return template
+    .query(createCompiler(), args, { timeZone: 'UTC' })
+    .limit(cap + 1)
+    .compile();
+}
+
+interface Cell {
+  readonly callsPerSecond: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly calls: number;
+  /** Server CPU per call in ms and peak RSS in MB, when a server process was measured. */
+  readonly cpuMsPerCall?: number;
+  readonly peakRssMb?: number;
+}
+
+/** Runs `call` from `concurrency` workers: a warm-up, then a fixed duration, recording latencies. */
+async function measure(call: () => Promise<void>, concurrency: number, server?: number): Promise<Cell> {
+  const run = async (ms: number, latencies?: number[]): Promise<number> => {
+    const deadline = performance.now() + ms;
+    let calls = 0;
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (performance.now() < deadline) {
+          const started = performance.now();
+          await call();
+          latencies?.push(performance.now() - started);
+          calls++;
+        }
+      }),
+    );
+    return calls;
+  };
+  await run(1000);
+  if (server) await writeFile(`/proc/${server}/clear_refs`, '5').catch(() => undefined); // reset peak RSS
+  const cpuBefore = server ? await cpuMs(server) : 0;
+  const latencies: number[] = [];
+  const started = performance.now();
+  const calls = await run(SECONDS * 1000, latencies);
+  const elapsed = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  const cell: Cell = {
+    callsPerSecond: calls / elapsed,
+    p50: latencies[Math.floor(latencies.length * 0.5)]!,
+    p99: latencies[Math.floor(latencies.length * 0.99)]!,
+    calls,
+  };
+  if (!server) return cell;
+  return { ...cell, cpuMsPerCall: ((await cpuMs(server)) - cpuBefore) / calls, peakRssMb: await peakRssMb(server) };
+}
+
+async function cpuMs(pid: number): Promise<number> {
+  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in 10 ms ticks
+}
+
+async function peakRssMb(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmHWM:\s+(\d+)/.exec(status)![1]) / 1024;
+}
+
+async function rssMb(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
+}
+
+function startServer(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ pid: number; url: string; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, [CLI, ...args], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  return new Promise((done, fail) => {
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString('utf8');
+      const match = /listening on (http:\/\/[^"\s]+)/.exec(stderr);
+      if (match) {
+        done({
+          pid: child.pid!,
+          url: match[1]!,
+          stop: () =>
+            new Promise((stopped) => {
+              child.once('exit', () => stopped());
+              child.kill('SIGTERM');
+            }),
+        });
+      }
+    });
+    child.once('exit', (code) => fail(new Error(`server exited with ${code}: ${stderr}`)));
+  });
+}
+
+/** A keep-alive HTTP client sending one tools/call per request, as a stateless MCP client may. */
+function httpCaller(url: string, concurrency: number, workload: Workload): () => Promise<void> {
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+  const body = JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'tools/call',
+    params: { name: workload.tool, arguments: workload.args },
+  });
+  return () =>
+    new Promise((done, fail) => {
+      const req = request(
+        url,
+        {
+          method: 'POST',
+          agent,
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            'content-length': Buffer.byteLength(body),
+          },
+        },
+        (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString('utf8')));
+          res.on('end', () => {
+            const reply = JSON.parse(text) as { result?: { isError?: boolean } };
+            if (res.statusCode !== 200 || !reply.result || reply.result.isError)
+              fail(new Error(`bad reply: ${text.slice(0, 300)}`));
+            else done();
+          });
+        },
+      );
+      req.on('error', fail);
+      req.end(body);
+    });
+}
+
+const fmt = (n: number, digits = 0): string =>
+  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+async function main(): Promise<void> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'querygate-bench-'));
+  await chmod(dataDir, 0o755);
+  const started = performance.now();
+  const database = await startEmbedded({ dataDir, readerRole: DEFAULT_READER_ROLE }, logger);
+  const seedStarted = performance.now();
+  await seedDatabase(database.adminUrl, { orders: ORDERS, until: UNTIL, replace: false }, logger);
+  const seedSeconds = (performance.now() - seedStarted) / 1000;
+  process.stderr.write(
+    `seeded ${ORDERS} orders in ${seedSeconds.toFixed(1)} s (set-up ${((performance.now() - started) / 1000).toFixed(1)} s)\n`,
+  );
+  const admin = new pg.Client({ connectionString: database.adminUrl });
+  await admin.connect();
+  const pgVersion = (await admin.query<{ v: string }>("select current_setting('server_version') as v")).rows[0]!.v;
+  await admin.end();
+
+  const env = {
+    DATABASE_URL: database.readerUrl,
+    QUERYGATE_TOKEN_KEY: 'bench-token-key-0123456789',
+    QUERYGATE_RATE_LIMIT: '100000000',
+    QUERYGATE_MAX_CONCURRENT: '64',
+    QUERYGATE_MAX_QUEUE: '256',
+    QUERYGATE_AUDIT_LOG: join(dataDir, 'audit.log'),
+    QUERYGATE_LOG_LEVEL: 'info',
+  };
+  const rows: string[] = [];
+  const notes: string[] = [];
+  const baselines = new Map<string, Cell>();
+
+  // 1. Baseline: a plain pg Pool with the same connection settings the server uses.
+  for (const concurrency of [1, 8, 32]) {
+    const pool = new pg.Pool({
+      connectionString: database.readerUrl,
+      max: concurrency,
+      options: '-c default_transaction_read_only=on',
+    });
+    for (const workload of WORKLOADS) {
+      const statement = compiledStatement(workload);
+      const cell = await measure(
+        async () => void (await pool.query(statement.sql, statement.parameters as unknown[])),
+        concurrency,
+      );
+      baselines.set(`${workload.label}@${concurrency}`, cell);
+      rows.push(row(workload.label, `baseline pg Pool`, concurrency, cell, cell));
+    }
+    await pool.end();
+  }
+
+  // 2. stdio, sequential, through the SDK client.
+  const stdio = new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI],
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stderr: 'ignore',
+  });
+  const client = new Client({ name: 'bench', version: '1.0.0' });
+  await client.connect(stdio);
+  for (const workload of WORKLOADS) {
+    const cell = await measure(
+      async () => {
+        const result = await client.callTool({ name: workload.tool, arguments: workload.args });
+        if (result.isError) throw new Error(JSON.stringify(result));
+      },
+      1,
+      stdio.pid ?? undefined,
+    );
+    rows.push(row(workload.label, 'querygate stdio', 1, cell, baselines.get(`${workload.label}@1`)!));
+  }
+  await client.close();
+
+  // 3. Streamable HTTP at three concurrencies, one server for all.
+  const server = await startServer(['serve', '--http', '--port', '0'], env);
+  for (const concurrency of [1, 8, 32]) {
+    for (const workload of WORKLOADS) {
+      const cell = await measure(httpCaller(server.url, concurrency, workload), concurrency, server.pid);
+      rows.push(
+        row(workload.label, 'querygate HTTP', concurrency, cell, baselines.get(`${workload.label}@${concurrency}`)!),
+      );
+    }
+  }
+
+  // Memory over many calls: RSS after the first 10,000 and after SOAK calls at concurrency 8.
+  if (SOAK > 10_000) {
+    const call = httpCaller(server.url, 8, WORKLOADS[0]!);
+    const runCalls = async (n: number): Promise<void> => {
+      let left = n;
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          while (left-- > 0) await call();
+        }),
+      );
+    };
+    await runCalls(10_000);
+    const after10k = await rssMb(server.pid);
+    await runCalls(SOAK - 10_000);
+    const afterSoak = await rssMb(server.pid);
+    notes.push(
+      `- Memory: RSS ${fmt(after10k, 1)} MB after 10,000 calls, ${fmt(afterSoak, 1)} MB after ${fmt(SOAK)} (${fmt(afterSoak / after10k, 2)}x), HTTP at concurrency 8 on the 7-day count.`,
+    );
+  }
+  await server.stop();
+
+  // Start-up: launching `querygate serve` on the existing embedded data folder, to the answer of tools/list.
+  await database.stop();
+  const t0 = performance.now();
+  const cold = new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI],
+    env: { PATH: process.env.PATH ?? '', QUERYGATE_DATA_DIR: dataDir, QUERYGATE_LOG_LEVEL: 'warn' },
+    stderr: 'ignore',
+  });
+  const coldClient = new Client({ name: 'bench-startup', version: '1.0.0' });
+  await coldClient.connect(cold);
+  await coldClient.listTools();
+  const startupMs = performance.now() - t0;
+  await coldClient.close();
+  notes.push(
+    `- Start-up: ${fmt(startupMs)} ms from launching \`querygate serve\` on the existing embedded data folder to the answer of the first tools/list (embedded PostgreSQL start included).`,
+  );
+  notes.push(`- Seeding: ${fmt(ORDERS)} orders with their items in ${fmt(seedSeconds, 1)} s.`);
+  await rm(dataDir, { recursive: true, force: true });
+
+  const section = [
+    `## ${fmt(ORDERS)} orders`,
+    '',
+    `Run on ${new Date().toISOString().slice(0, 10)}: ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, ${fmt(totalmem() / 2 ** 30)} GiB, Node ${process.version}, PostgreSQL ${pgVersion} (embedded), shared by the database, the server and the load generator.`,
+    `Command: \`npm run bench -- --orders ${ORDERS} --seconds ${SECONDS} --soak ${SOAK}\`. Each cell: 1 s warm-up, then ${SECONDS} s. Ratio: calls/s over the baseline's at the same concurrency, same run.`,
+    '',
+    '| workload | path | concurrency | calls/s | p50 ms | p99 ms | ratio | server CPU ms/call | server peak RSS MB |',
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...rows,
+    '',
+    ...notes,
+    '',
+  ].join('\n');
+  await writeSection(values.out, `## ${fmt(ORDERS)} orders`, section);
+  process.stdout.write(`${section}\n`);
+}
+
+function row(workload: string, path: string, concurrency: number, cell: Cell, baseline: Cell): string {
+  process.stderr.write(`${path} c${concurrency} ${workload}: ${fmt(cell.callsPerSecond)} calls/s\n`);
+  return `| ${workload} | ${path} | ${concurrency} | ${fmt(cell.callsPerSecond)} | ${fmt(cell.p50, 2)} | ${fmt(cell.p99, 2)} | ${fmt(cell.callsPerSecond / baseline.callsPerSecond, 2)}x | ${cell.cpuMsPerCall === undefined ? '' : fmt(cell.cpuMsPerCall, 3)} | ${cell.peakRssMb === undefined ? '' : fmt(cell.peakRssMb, 1)} |`;
+}
+
+/** Replaces this order count's section of the report, keeping the others. */
+async function writeSection(path: string, heading: string, section: string): Promise<void> {
+  const current = await readFile(path, 'utf8').catch(
+    () => '# Benchmarks\n\nWritten by `npm run bench`; see bench/run.ts.\n\n',
+  );
+  const start = current.indexOf(`${heading}\n`);
+  if (start === -1) return writeFile(path, `${current.trimEnd()}\n\n${section}`);
+  const next = current.indexOf('\n## ', start + heading.length);
+  await writeFile(path, `${current.slice(0, start)}${section}${next === -1 ? '' : current.slice(next + 1)}`);
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);
