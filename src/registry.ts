@@ -9,7 +9,7 @@ import type { CompiledQuery, Kysely } from 'kysely';
 import { z } from 'zod';
 import { PERSONAL_COLUMNS, type ReportingDatabase, type SourceColumn } from './db/schema.js';
 import type { AuditEntry, AuditLog, AuditOutcome } from './audit.js';
-import { createCompiler, type ReaderDatabase } from './db/connect.js';
+import { createCompiler, type ReaderDatabase, type Statement } from './db/connect.js';
 import { readSelections } from './db/selections.js';
 import {
   ArgumentError,
@@ -137,13 +137,17 @@ const PERSONAL_LOOKING_NAME = /(^|_)(email|phone|name|first_name|last_name|custo
 
 /** Checks every template against the contract and refuses to build on the first violation. */
 export function createRegistry(templates: readonly AnyTemplate[]): Registry {
-  const byName = new Map<string, { template: AnyTemplate; knownArgs: string[] }>();
+  const byName = new Map<string, Entry>();
   const tools: Tool[] = [];
   for (const template of templates) {
     assertTemplate(template);
     if (byName.has(template.name)) throw new ConfigError(`duplicate tool name: ${template.name}`);
     const inputSchema = jsonSchema(template.input, 'input') as Tool['inputSchema'];
-    byName.set(template.name, { template, knownArgs: Object.keys(inputSchema.properties ?? {}) });
+    byName.set(template.name, {
+      template,
+      knownArgs: Object.keys(inputSchema.properties ?? {}),
+      statements: new Map(),
+    });
     assertSelections(template);
     tools.push({
       name: template.name,
@@ -174,7 +178,7 @@ export function createRegistry(templates: readonly AnyTemplate[]): Registry {
         // The same answer for a tool that does not exist and one outside the toolset: no probing.
         throw new ProtocolError(INVALID_PARAMS, `Unknown tool: ${JSON.stringify(String(name).slice(0, 100))}`);
       }
-      return runTemplate(entry.template, entry.knownArgs, args, deps, options);
+      return runTemplate(entry, args, deps, options);
     },
   };
 }
@@ -247,13 +251,41 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, u
   return json;
 }
 
+/** A registered template, with what the registry derives from it once. */
+interface Entry {
+  readonly template: AnyTemplate;
+  readonly knownArgs: readonly string[];
+  /**
+   * Compiled statements by their validated arguments: the same question compiles to the same SQL
+   * and parameters, so it is built once. Bounded; cleared when full.
+   */
+  readonly statements: Map<string, Statement>;
+}
+
+const MAX_CACHED_STATEMENTS = 1000;
+
+function statementFor(entry: Entry, args: unknown, cap: number, deps: CallDeps): Statement {
+  const key = `${deps.ctx.timeZone}|${cap}|${JSON.stringify(args)}`;
+  let statement = entry.statements.get(key);
+  if (!statement) {
+    const { sql, parameters } = entry.template
+      .query(deps.db.compiler, args, deps.ctx)
+      .limit(cap + 1)
+      .compile();
+    statement = { sql, parameters };
+    if (entry.statements.size >= MAX_CACHED_STATEMENTS) entry.statements.clear();
+    entry.statements.set(key, statement);
+  }
+  return statement;
+}
+
 async function runTemplate(
-  template: AnyTemplate,
-  knownArgs: readonly string[],
+  entry: Entry,
   rawArgs: unknown,
   deps: CallDeps,
   options: CallOptions,
 ): Promise<CallToolResult> {
+  const { template, knownArgs } = entry;
   const requestId = randomUUID();
   const started = performance.now();
   let validArgs: Record<string, unknown> | null = null;
@@ -296,11 +328,7 @@ async function runTemplate(
     const cap = Math.min(template.rowLimit?.(args) ?? MAX_ROWS, MAX_ROWS);
     let rawRows: Record<string, unknown>[];
     try {
-      const compiled = template
-        .query(deps.db.compiler, args, deps.ctx)
-        .limit(cap + 1)
-        .compile();
-      rawRows = await deps.db.execute(compiled, options.signal);
+      rawRows = await deps.db.execute(statementFor(entry, args, cap, deps), options.signal);
     } catch (err) {
       return fail(classifyDatabaseError(err), err);
     }

@@ -8,8 +8,10 @@ import {
   PostgresQueryCompiler,
   type CompiledQuery,
 } from 'kysely';
+import { createHash } from 'node:crypto';
 import { connect as connectSocket } from 'node:net';
 import pg from 'pg';
+import { memoize } from '../lib/memo.js';
 import type { Logger } from '../logger.js';
 import type { ReportingDatabase } from './schema.js';
 
@@ -74,7 +76,12 @@ export function connectReader(url: string, options: ReaderOptions, logger: Logge
       const cancel = (): void => cancelRunningQuery(client, logger);
       signal?.addEventListener('abort', cancel, { once: true });
       try {
-        const result = await client.query({ text: query.sql, values: query.parameters as unknown[] });
+        // Named, so each connection parses and plans a statement once and then only binds and runs it.
+        const result = await client.query({
+          name: statementName(query.sql),
+          text: query.sql,
+          values: query.parameters as unknown[],
+        });
         client.release();
         return result.rows as Record<string, unknown>[];
       } catch (err) {
@@ -88,6 +95,11 @@ export function connectReader(url: string, options: ReaderOptions, logger: Logge
     close: () => pool.end(),
   };
 }
+
+const statementName = memoize(
+  (sql: string): string => `qg_${createHash('sha1').update(sql).digest('hex').slice(0, 20)}`,
+  1000,
+);
 
 /** Anything but an SQL error from a healthy session (a timeout, say) leaves the connection suspect. */
 function isConnectionError(err: unknown): boolean {

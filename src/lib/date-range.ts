@@ -6,6 +6,7 @@ import { TZDate } from '@date-fns/tz';
 import { UTCDate } from '@date-fns/utc';
 import { addDays, differenceInCalendarDays, format, isValid, parse } from 'date-fns';
 import { z } from 'zod';
+import { memoize } from './memo.js';
 
 export const MAX_RANGE_DAYS = 90;
 const ISO_DAY = /^\d{4}-\d{2}-\d{2}$/;
@@ -17,10 +18,15 @@ const REFERENCE = new UTCDate(2000, 0, 1);
 
 /** Parses a YYYY-MM-DD string into a UTC-midnight date, or undefined when it is not a real day. */
 export function parseDay(value: string): Date | undefined {
-  if (!ISO_DAY.test(value)) return undefined;
+  return ISO_DAY.test(value) ? parseKnownShape(value) : undefined;
+}
+
+// Memoized: the same few days are parsed again and again. Callers must not mutate the result
+// (date-fns never does).
+const parseKnownShape = memoize((value: string): Date | undefined => {
   const day = parse(value, DAY_FORMAT, REFERENCE);
   return isValid(day) && format(day, DAY_FORMAT) === value ? day : undefined;
-}
+});
 
 /**
  * Quotes a user-supplied value for an error message: strings cut short so a huge input is not echoed
@@ -96,6 +102,11 @@ export function resolveRange(value: DateRangeInput): ResolvedRange {
 
 /** Local midnight of a YYYY-MM-DD day in a time zone, as ISO 8601 with the offset: "2025-03-30T00:00:00.000+01:00". */
 export function startOfDayIn(day: string, timeZone: string): string {
+  return startOfDayMemo(`${day} ${timeZone}`);
+}
+
+const startOfDayMemo = memoize((key: string): string => {
+  const [day, timeZone] = key.split(' ') as [string, string];
   const [year, month, date] = day.split('-').map(Number) as [number, number, number];
   return new TZDate(year, month - 1, date, timeZone).toISOString();
-}
+});
