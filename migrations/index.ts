@@ -4,6 +4,7 @@ import { salesSchema } from './0001-sales-schema.js';
 import { reportingViews } from './0002-reporting-views.js';
 import { readerRole } from './0003-reader-role.js';
 import { readerColumns } from './0004-reader-columns.js';
+import { orderHours } from './0005-order-hours.js';
 
 export function migrations(options: { readerRole: string }): Record<string, Migration> {
   return {
@@ -11,5 +12,6 @@ export function migrations(options: { readerRole: string }): Record<string, Migr
     '0002-reporting-views': reportingViews,
     '0003-reader-role': readerRole(options.readerRole),
     '0004-reader-columns': readerColumns(options.readerRole),
+    '0005-order-hours': orderHours(options.readerRole),
   };
 }

@@ -32,7 +32,7 @@ export type ColumnKind = 'text' | 'integer' | 'money' | 'date' | 'timestamp';
 export interface ColumnSpec {
   readonly type: ColumnKind;
   /** Where the value comes from: a readable column, or 'computed' for aggregates and expressions. */
-  readonly source: SourceColumn | 'computed';
+  readonly source: SourceColumn | 'computed' | readonly [SourceColumn, ...SourceColumn[]];
   /** The treatment of a personal column; required for (and only for) columns in PERSONAL_COLUMNS. */
   readonly mask?: Mask;
 }
@@ -190,7 +190,9 @@ function assertTemplate(t: AnyTemplate): void {
   if (t.description.trim().length < 40) throw new ConfigError(`${where}: description is too short to choose by`);
   if (Object.keys(t.columns).length === 0) throw new ConfigError(`${where}: declares no columns`);
   for (const [alias, column] of Object.entries(t.columns)) {
-    const personal = column.source === 'computed' ? undefined : PERSONAL_COLUMNS[column.source];
+    const personal = sourcesOf(column)
+      .map((source) => PERSONAL_COLUMNS[source])
+      .find((p) => p !== undefined);
     if (personal) {
       const required = MASK_FOR[personal.kind];
       if (column.mask !== required) {
@@ -211,6 +213,12 @@ function assertTemplate(t: AnyTemplate): void {
   }
 }
 
+/** The table columns a declared column may come from; none for a computed one. */
+function sourcesOf(column: ColumnSpec): readonly SourceColumn[] {
+  if (column.source === 'computed') return [];
+  return typeof column.source === 'string' ? [column.source] : column.source;
+}
+
 /** The description a model reads: the template's text and its first two examples. */
 function describe(template: AnyTemplate): string {
   const shown = template.examples.slice(0, 2).map((e) => JSON.stringify(e));
@@ -227,18 +235,24 @@ function assertSelections(template: AnyTemplate): void {
   for (const example of template.examples) {
     const parsed = template.input.safeParse(example);
     if (!parsed.success) throw new ConfigError(`${where}: example ${JSON.stringify(example)} does not validate`);
-    const compiled = template.query(compiler, parsed.data, { timeZone: 'UTC' }).limit(1).compile();
-    const selections = readSelections(compiled.query);
-    const aliases = selections.map((s) => s.alias).sort();
-    const declared = Object.keys(template.columns).sort();
-    if (JSON.stringify(aliases) !== JSON.stringify(declared)) {
-      throw new ConfigError(`${where}: selects ${aliases.join(', ')} but declares ${declared.join(', ')}`);
-    }
-    for (const { alias, source } of selections) {
-      const column = template.columns[alias]!;
-      const personal = source !== undefined && source in PERSONAL_COLUMNS;
-      if ((personal || column.source !== 'computed') && source !== undefined && column.source !== source) {
-        throw new ConfigError(`${where}: column ${alias} selects ${source} but declares source ${column.source}`);
+    // A whole-hour zone and a half-hour one, so that both ways a template may read are checked.
+    for (const timeZone of ['UTC', 'Asia/Kolkata']) {
+      const compiled = template.query(compiler, parsed.data, { timeZone }).limit(1).compile();
+      const selections = readSelections(compiled.query);
+      const aliases = selections.map((s) => s.alias).sort();
+      const declared = Object.keys(template.columns).sort();
+      if (JSON.stringify(aliases) !== JSON.stringify(declared)) {
+        throw new ConfigError(`${where}: selects ${aliases.join(', ')} but declares ${declared.join(', ')}`);
+      }
+      for (const { alias, source } of selections) {
+        const column = template.columns[alias]!;
+        const personal = source !== undefined && source in PERSONAL_COLUMNS;
+        const declared = sourcesOf(column);
+        if ((personal || declared.length > 0) && source !== undefined && !declared.includes(source as SourceColumn)) {
+          throw new ConfigError(
+            `${where}: column ${alias} selects ${source} but declares source ${String(column.source)}`,
+          );
+        }
       }
     }
   }
@@ -375,7 +389,9 @@ function applyMask(column: ColumnSpec, value: string, tokenize: Tokenizer): stri
     case 'last4':
       return lastFourDigits(value);
     case 'token': {
-      const entity = column.source === 'computed' ? undefined : PERSONAL_COLUMNS[column.source]?.entity;
+      const entity = sourcesOf(column)
+        .map((source) => PERSONAL_COLUMNS[source]?.entity)
+        .find((e) => e !== undefined);
       return tokenize(entity ?? 'ref', value);
     }
     default:

@@ -100,7 +100,7 @@ describe('an unsafe reader role', () => {
     await admin.query(`create role ${id} login password ${admin.escapeLiteral(password)}`);
     await admin.query(`grant usage on schema reporting to ${id}`);
     await admin.query(
-      `grant select on reporting.orders, reporting.order_items, reporting.products, reporting.customers to ${id}`,
+      `grant select on reporting.orders, reporting.order_items, reporting.products, reporting.customers, reporting.order_hours to ${id}`,
     );
     await admin.query(`grant insert on reporting.orders to ${id}`);
     await admin.query(`grant create on schema public to ${id}`);

@@ -154,13 +154,13 @@ describe('a call whose client goes away', () => {
       applicationName: 'querygate-cancel-test',
     });
     // A first call opens the pooled connection; a new backend would wait on the lock while starting.
-    expect((await harness.call('query_order_count', week)).isError).toBeFalsy();
+    expect((await harness.call('query_recent_orders', week)).isError).toBeFalsy();
     await scratch.admin.query('begin');
     await scratch.admin.query('lock table sales.orders in access exclusive mode');
     try {
       const abort = new AbortController();
       const call = harness.client
-        .callTool({ name: 'query_order_count', arguments: week }, undefined, { signal: abort.signal })
+        .callTool({ name: 'query_recent_orders', arguments: week }, undefined, { signal: abort.signal })
         .catch((err: unknown) => err);
       await eventually('the query to wait on the lock', async () => (await waiting('querygate-cancel-test')) === 1);
       abort.abort();
@@ -193,7 +193,7 @@ describe('a call whose client goes away', () => {
           jsonrpc: '2.0',
           id: 1,
           method: 'tools/call',
-          params: { name: 'query_order_count', arguments: week },
+          params: { name: 'query_recent_orders', arguments: week },
         }),
       );
       await eventually('the query to wait on the lock', async () => (await waiting('querygate')) === 1);
@@ -234,7 +234,7 @@ describe('a call whose client goes away', () => {
             jsonrpc: '2.0',
             id: 7,
             method: 'tools/call',
-            params: { name: 'query_order_count', arguments: week },
+            params: { name: 'query_recent_orders', arguments: week },
           }),
         );
       });

@@ -336,3 +336,35 @@ describe('every tool', () => {
     expect(text?.type === 'text' && JSON.parse(text.text)).toEqual(result.structuredContent);
   });
 });
+
+describe('in a zone with a half-hour offset (read from the orders, not the hourly rollup)', () => {
+  it('counts and groups by local day exactly', async () => {
+    const zone = 'Asia/Kolkata';
+    const kolkata = await startHarness({ timeZone: zone });
+    try {
+      const count = structured<{ order_count: number }>(
+        await kolkata.call('query_order_count', { start_date: '2025-05-01', end_date: '2025-05-31' }),
+      );
+      expect(count.order_count).toBe(ordersBetween(data, '2025-05-01', '2025-05-31', zone).length);
+      const days = structured<{ rows: SalesRow[] }>(
+        await kolkata.call('query_sales', { start_date: '2025-05-01', end_date: '2025-05-31', group_by: 'day' }),
+      );
+      const groups = new Map<string, { count: number; cents: number }>();
+      for (const order of ordersBetween(data, '2025-05-01', '2025-05-31', zone).filter(isNet)) {
+        const day = localDay(order.orderedAt, zone);
+        const g = groups.get(day) ?? { count: 0, cents: 0 };
+        g.count++;
+        g.cents += order.totalCents;
+        groups.set(day, g);
+      }
+      expect(days.rows).toEqual(
+        [...groups.keys()].sort().map((period) => {
+          const g = groups.get(period)!;
+          return { period, order_count: g.count, revenue: money(g.cents), avg_order_value: money(g.cents / g.count) };
+        }),
+      );
+    } finally {
+      await kolkata.close();
+    }
+  });
+});

@@ -43,11 +43,19 @@ export interface ReportingCustomers {
   created_at: ReadOnly<Date>;
 }
 
+export interface ReportingOrderHours {
+  hour: ReadOnly<Date>;
+  status: ReadOnly<string>;
+  order_count: Int8;
+  total_amount: Numeric;
+}
+
 export interface ReportingDatabase {
   'reporting.orders': ReportingOrders;
   'reporting.order_items': ReportingOrderItems;
   'reporting.products': ReportingProducts;
   'reporting.customers': ReportingCustomers;
+  'reporting.order_hours': ReportingOrderHours;
 }
 
 /** "table.column" for every column the reader can read. */
