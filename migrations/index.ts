@@ -5,6 +5,7 @@ import { reportingViews } from './0002-reporting-views.js';
 import { readerRole } from './0003-reader-role.js';
 import { readerColumns } from './0004-reader-columns.js';
 import { orderHours } from './0005-order-hours.js';
+import { rollupHardening } from './0006-rollup-hardening.js';
 
 export function migrations(options: { readerRole: string }): Record<string, Migration> {
   return {
@@ -13,5 +14,6 @@ export function migrations(options: { readerRole: string }): Record<string, Migr
     '0003-reader-role': readerRole(options.readerRole),
     '0004-reader-columns': readerColumns(options.readerRole),
     '0005-order-hours': orderHours(options.readerRole),
+    '0006-rollup-hardening': rollupHardening(options.readerRole),
   };
 }

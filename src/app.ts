@@ -130,16 +130,25 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
   await attempt(1000);
 
   logger.info('serving', { database: target, time_zone: config.timeZone, tools: registry.tools.length, ready });
+  // One probe at a time, and at most one a second: /readyz is unauthenticated and must not be a way
+  // to take connections from tool calls.
   let lastProbe = { at: 0, ok: false };
+  let probing: Promise<boolean> | undefined;
   const probeReady = async (): Promise<boolean> => {
     if (!ready) return false;
     if (Date.now() - lastProbe.at < 1000) return lastProbe.ok;
-    const ok = await reader
+    probing ??= reader
       .execute({ sql: 'select 1', parameters: [] }, AbortSignal.timeout(2000))
-      .then(() => true)
-      .catch(() => false);
-    lastProbe = { at: Date.now(), ok };
-    return ok;
+      .then(
+        () => true,
+        () => false,
+      )
+      .then((ok) => {
+        lastProbe = { at: Date.now(), ok };
+        probing = undefined;
+        return ok;
+      });
+    return probing;
   };
   return {
     probeReady,

@@ -75,7 +75,11 @@ export function connectReader(url: string, options: ReaderOptions, logger: Logge
     execute: async (query, signal) => {
       signal?.throwIfAborted();
       const client = await pool.connect();
-      const cancel = (): void => cancelRunningQuery(client, logger);
+      let cancelled = false;
+      const cancel = (): void => {
+        cancelled = true;
+        cancelRunningQuery(client, logger);
+      };
       signal?.addEventListener('abort', cancel, { once: true });
       try {
         // Named, so each connection parses and plans a statement once and then only binds and runs it.
@@ -84,11 +88,13 @@ export function connectReader(url: string, options: ReaderOptions, logger: Logge
           text: query.sql,
           values: query.parameters as unknown[],
         });
-        client.release();
+        // A cancel request is asynchronous: a connection it was sent for is not reused, so that it
+        // cannot hit the next caller's query.
+        client.release(cancelled ? true : undefined);
         return result.rows as Record<string, unknown>[];
       } catch (err) {
         // A connection that failed mid-query is not trusted again.
-        client.release(isConnectionError(err) ? (err as Error) : undefined);
+        client.release(cancelled || isConnectionError(err) ? true : undefined);
         throw err;
       } finally {
         signal?.removeEventListener('abort', cancel);
@@ -103,10 +109,20 @@ const statementName = memoize(
   1000,
 );
 
-/** Anything but an SQL error from a healthy session (a timeout, say) leaves the connection suspect. */
+/**
+ * Anything but an SQL error from a healthy session (a timeout, say) leaves the connection suspect; so
+ * do a prepared statement a pooler lost (26000) and one whose result type changed under it (0A000).
+ */
 function isConnectionError(err: unknown): boolean {
   const code = (err as { code?: unknown }).code;
-  return typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code) || code.startsWith('08') || code.startsWith('57P');
+  return (
+    typeof code !== 'string' ||
+    !/^[0-9A-Z]{5}$/.test(code) ||
+    code.startsWith('08') ||
+    code.startsWith('57P') ||
+    code === '26000' ||
+    code === '0A000'
+  );
 }
 
 /**

@@ -169,7 +169,10 @@ async function runChecks(client: pg.Client): Promise<SafetyCheck[]> {
        cross join unnest(array['INSERT', 'UPDATE', 'DELETE', 'TRUNCATE']) as p (privilege)
       where c.relkind in ('r', 'p', 'v', 'm', 'f')
         and n.nspname not in ('pg_catalog', 'information_schema') and n.nspname not like 'pg\\_toast%'
-        and has_table_privilege(c.oid, p.privilege)
+        and (has_table_privilege(c.oid, p.privilege)
+             or (p.privilege in ('INSERT', 'UPDATE') and exists (
+                   select 1 from pg_attribute a where a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+                      and has_column_privilege(c.oid, a.attnum, p.privilege))))
       group by 1 order by 1`,
   );
   checks.push({

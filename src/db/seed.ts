@@ -241,7 +241,7 @@ export async function seedDatabase(adminUrl: string, options: SeedOptions, logge
     await client.query('set local synchronous_commit = off');
     const deferred = await dropSecondaryStructures(client);
     // The hourly rollup is rebuilt once after the load rather than row by row by its trigger.
-    await client.query('alter table sales.orders disable trigger user');
+    await client.query('alter table sales.orders disable trigger orders_order_hours');
 
     await copyInto(client, 'copy sales.products (id, sku, name, category, unit_price) from stdin', function* () {
       for (const [i, p] of products.entries())
@@ -298,7 +298,7 @@ export async function seedDatabase(adminUrl: string, options: SeedOptions, logge
 
     for (const statement of deferred) await client.query(statement);
     await client.query('select sales.order_hours_rebuild()');
-    await client.query('alter table sales.orders enable trigger user');
+    await client.query('alter table sales.orders enable trigger orders_order_hours');
     for (const table of ['customers', 'products', 'orders']) {
       await client.query(
         `select setval(pg_get_serial_sequence('sales.${table}', 'id'), (select max(id) from sales.${table}))`,
