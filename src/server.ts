@@ -1,22 +1,14 @@
-/** Builds one MCP server over the registry. No state of its own: transports build as many as they need. */
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { ListToolsRequestSchema, type CallToolRequest } from '@modelcontextprotocol/sdk/types.js';
-import { z } from 'zod';
+/**
+ * The MCP server for stdio and in-process transports: every message goes through the same stateless
+ * handler as HTTP (transports/json-rpc.ts), so one code path answers every client.
+ */
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { CallDeps, Caller, Registry } from './registry.js';
+import { handleMessage } from './transports/json-rpc.js';
 
 /** Kept equal to package.json's version; a test checks it. */
 export const VERSION = '0.1.0';
-
-export interface ServerDeps extends CallDeps {
-  readonly registry: Registry;
-}
-
-/**
- * tools/call registered with a lenient schema: the SDK's Server then checks the request itself and
- * answers a malformed one (arguments that are not an object, say) with -32602 Invalid params. With
- * the strict schema the generic parse runs first and a malformed request becomes -32603.
- */
-const LenientCallToolRequest = z.looseObject({ method: z.literal('tools/call'), params: z.unknown() });
 
 export const SERVER_INFO = { name: 'querygate', title: 'querygate: read-only sales queries', version: VERSION };
 export const CAPABILITIES = { tools: { listChanged: false } };
@@ -26,14 +18,63 @@ export const INSTRUCTIONS = [
   'Revenue figures are net: cancelled and refunded orders are left out. Customer data comes back desensitized.',
 ].join(' ');
 
-/** An MCP server for one caller: it lists and runs only the tools in the caller's toolset. */
-export function createServer(deps: ServerDeps, caller: Caller): Server {
-  const server = new Server(SERVER_INFO, { capabilities: CAPABILITIES, instructions: INSTRUCTIONS });
-  const tools = deps.registry.toolsFor(caller);
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...tools] }));
-  server.setRequestHandler(LenientCallToolRequest, (request, extra) => {
-    const { name, arguments: args } = request.params as CallToolRequest['params'];
-    return deps.registry.call(name, args, deps, { caller, signal: extra.signal });
-  });
-  return server;
+export interface ServerDeps extends CallDeps {
+  readonly registry: Registry;
+}
+
+export interface McpServer {
+  /** Starts serving messages from the transport. */
+  connect(transport: Transport): Promise<void>;
+  /** Resolves when the transport closes (the client went away). */
+  readonly closed: Promise<void>;
+  close(): Promise<void>;
+}
+
+type RequestId = string | number;
+
+/** An MCP server for one caller over one transport: it lists and runs only the caller's tools. */
+export function createServer(deps: ServerDeps, caller: Caller): McpServer {
+  let transport: Transport | undefined;
+  const inFlight = new Map<RequestId, AbortController>();
+  let markClosed: () => void = () => undefined;
+  const closed = new Promise<void>((resolve) => (markClosed = resolve));
+
+  const receive = (message: JSONRPCMessage): void => {
+    const request = message as { id?: RequestId; method?: string; params?: { requestId?: RequestId } };
+    if (request.method === 'notifications/cancelled') {
+      // The client gave up: abort the call, which cancels its query; no answer is sent for it.
+      const requestId = request.params?.requestId;
+      if (requestId !== undefined) inFlight.get(requestId)?.abort();
+      return;
+    }
+    const abort = new AbortController();
+    const id = request.id;
+    if (id !== undefined) inFlight.set(id, abort);
+    void handleMessage(message, deps, caller, abort.signal)
+      .then(async (response) => {
+        if (response && !abort.signal.aborted) await transport?.send(response as JSONRPCMessage);
+      })
+      .catch((err: unknown) => deps.logger.warn('could not answer a message', { message: String(err) }))
+      .finally(() => {
+        if (id !== undefined && inFlight.get(id) === abort) inFlight.delete(id);
+      });
+  };
+
+  return {
+    closed,
+    connect: async (next) => {
+      transport = next;
+      next.onmessage = receive;
+      next.onerror = (err) => deps.logger.warn('transport error', { message: err.message });
+      next.onclose = () => {
+        for (const abort of inFlight.values()) abort.abort();
+        inFlight.clear();
+        markClosed();
+      };
+      await next.start();
+    },
+    close: async () => {
+      await transport?.close();
+    },
+  };
 }

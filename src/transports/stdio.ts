@@ -1,15 +1,11 @@
 /** MCP over stdio: the form that MCP client configurations launch. stdout carries only protocol messages. */
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { McpServer } from '../server.js';
 
 /** Serves until the client closes stdin; resolves then. */
-export async function serveStdio(server: Server): Promise<void> {
-  const transport = new StdioServerTransport();
-  const closed = new Promise<void>((resolve) => {
-    transport.onclose = () => resolve();
-    process.stdin.once('end', () => resolve());
-  });
-  await server.connect(transport);
-  await closed;
+export async function serveStdio(server: McpServer): Promise<void> {
+  const ended = new Promise<void>((resolve) => process.stdin.once('end', () => resolve()));
+  await server.connect(new StdioServerTransport());
+  await Promise.race([server.closed, ended]);
   await server.close().catch(() => undefined);
 }
