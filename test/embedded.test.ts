@@ -44,7 +44,7 @@ describe('the embedded default', () => {
       expect((result.structuredContent as { order_count: number }).order_count).toBeGreaterThan(0);
       expect(first.stderr()).toContain('seeded demo data');
 
-      // A second instance on the same folder fails at once with one clear line, and harms nothing.
+      // A second instance on the same folder fails with one clear line (after giving the holder 5 s to stop), and harms nothing.
       const second = await runCli(['serve'], { PATH: process.env.PATH ?? '', QUERYGATE_DATA_DIR: dataDir });
       expect(second.code).toBe(2);
       expect(second.stdout).toBe('');

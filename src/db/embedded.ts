@@ -172,11 +172,21 @@ function isAlive(pid: number): boolean {
  * A lock whose process is gone is stale; it is renamed away (only one taker can win that rename)
  * and the link is tried again.
  */
+const LOCK_GRACE_MS = 5000;
+
+async function stillAliveAfter(pid: number, ms: number): Promise<boolean> {
+  for (let waited = 0; waited < ms; waited += 100) {
+    if (!isAlive(pid)) return false;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return isAlive(pid);
+}
+
 async function acquireLock(path: string): Promise<() => Promise<void>> {
   const mine = `${path}.${process.pid}`;
   await writeFile(mine, String(process.pid), { mode: 0o600 });
   try {
-    for (let attempt = 0; attempt < 3; attempt++) {
+    for (let attempt = 0; attempt < 4; attempt++) {
       try {
         await link(mine, path);
         return () => unlink(path).catch(() => undefined);
@@ -184,7 +194,9 @@ async function acquireLock(path: string): Promise<() => Promise<void>> {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       }
       const holder = Number.parseInt(await readFile(path, 'utf8').catch(() => ''), 10);
-      if (Number.isInteger(holder) && isAlive(holder)) {
+      // A client that restarts its server launches the new one while the old one is still stopping
+      // its database: give a live holder a few seconds to let go before giving up.
+      if (Number.isInteger(holder) && isAlive(holder) && (await stillAliveAfter(holder, LOCK_GRACE_MS))) {
         throw new ConfigError(
           `another querygate (pid ${holder}) is using the embedded database in ${dirname(path)}; stop it, or set QUERYGATE_DATA_DIR to another folder`,
         );
