@@ -381,6 +381,7 @@ async function main(): Promise<void> {
       ],
       { stdio: 'ignore' },
     );
+    process.once('exit', () => dbhub.kill('SIGTERM')); // not left running if the bench fails
     const dbhubUrl = `http://127.0.0.1:${dbhubPort}/mcp`;
     for (let tries = 0; ; tries++) {
       const up = await httpCaller(dbhubUrl, 1, { label: 'probe', tool: 'bench_0', args: {} })().then(
