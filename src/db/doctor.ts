@@ -79,16 +79,13 @@ async function runChecks(client: pg.Client): Promise<SafetyCheck[]> {
        select m.roleid from pg_auth_members m join member_of on m.member = member_of.oid)
      select format('%I', r.rolname) as name from member_of join pg_roles r on r.oid = member_of.oid order by 1`,
   );
-  checks.push({
-    name: 'member of no other role',
-    ok: r.rolsuper || memberships.length === 0,
-    ...(!r.rolsuper && memberships.length
-      ? {
-          detail: memberships.map((m) => m.name).join(', '),
-          fix: memberships.map((m) => `REVOKE ${m.name} FROM ${role};`).join(' '),
-        }
-      : {}),
-  });
+  checks.push(
+    noneFound(
+      'member of no other role',
+      r.rolsuper ? [] : memberships.map((m) => m.name),
+      (name) => `REVOKE ${name} FROM ${role};`,
+    ),
+  );
   const { rows: dangerous } = await client.query<{ name: string }>(
     `select name from unnest($1::text[]) as name where pg_has_role(current_user, name, 'MEMBER')`,
     [DANGEROUS_ROLES],
@@ -113,13 +110,13 @@ async function runChecks(client: pg.Client): Promise<SafetyCheck[]> {
      select format('schema %I', nspname) from pg_namespace where nspowner = (select oid from pg_roles where rolname = current_user)
      order by 1`,
   );
-  checks.push({
-    name: 'owns no tables, views or schemas',
-    ok: owned.length === 0,
-    ...(owned.length
-      ? { detail: owned.map((o) => o.object).join(', '), fix: `REASSIGN OWNED BY ${role} TO <an admin role>;` }
-      : {}),
-  });
+  checks.push(
+    noneFound(
+      'owns no tables, views or schemas',
+      owned.map((o) => o.object),
+      () => `REASSIGN OWNED BY ${role} TO <an admin role>;`,
+    ),
+  );
 
   const { rows: readable } = await client.query<{ target: string }>(
     `select format('%I.%I', n.nspname, c.relname) as target
@@ -131,16 +128,13 @@ async function runChecks(client: pg.Client): Promise<SafetyCheck[]> {
                           and has_column_privilege(c.oid, a.attnum, 'SELECT')))
       order by 1`,
   );
-  checks.push({
-    name: 'reads nothing outside the reporting schema',
-    ok: readable.length === 0,
-    ...(readable.length
-      ? {
-          detail: readable.map((t) => t.target).join(', '),
-          fix: readable.map((t) => `REVOKE ALL ON ${t.target} FROM PUBLIC, ${role};`).join(' '),
-        }
-      : {}),
-  });
+  checks.push(
+    noneFound(
+      'reads nothing outside the reporting schema',
+      readable.map((t) => t.target),
+      (target) => `REVOKE ALL ON ${target} FROM PUBLIC, ${role};`,
+    ),
+  );
 
   const { rows: functions } = await client.query<{ fn: string }>(
     `select p.oid::regprocedure::text as fn from pg_proc p join pg_namespace n on n.oid = p.pronamespace
@@ -151,16 +145,13 @@ async function runChecks(client: pg.Client): Promise<SafetyCheck[]> {
         and has_function_privilege(p.oid, 'EXECUTE')
       order by 1`,
   );
-  checks.push({
-    name: 'cannot call file-reading or admin functions',
-    ok: r.rolsuper || functions.length === 0,
-    ...(!r.rolsuper && functions.length
-      ? {
-          detail: functions.map((f) => f.fn).join(', '),
-          fix: functions.map((f) => `REVOKE EXECUTE ON FUNCTION ${f.fn} FROM PUBLIC, ${role};`).join(' '),
-        }
-      : {}),
-  });
+  checks.push(
+    noneFound(
+      'cannot call file-reading or admin functions',
+      r.rolsuper ? [] : functions.map((f) => f.fn),
+      (fn) => `REVOKE EXECUTE ON FUNCTION ${fn} FROM PUBLIC, ${role};`,
+    ),
+  );
 
   const { rows: writable } = await client.query<{ target: string; privileges: string }>(
     `select format('%I.%I', n.nspname, c.relname) as target, string_agg(p.privilege, ', ' order by p.privilege) as privileges
@@ -191,16 +182,13 @@ async function runChecks(client: pg.Client): Promise<SafetyCheck[]> {
       where has_schema_privilege(oid, 'CREATE') and nspname not like 'pg\\_temp%' and nspname not like 'pg\\_toast%'
       order by 1`,
   );
-  checks.push({
-    name: 'no CREATE on any schema',
-    ok: creatable.length === 0,
-    ...(creatable.length
-      ? {
-          detail: creatable.map((c) => c.schema).join(', '),
-          fix: creatable.map((c) => `REVOKE CREATE ON SCHEMA ${c.schema} FROM PUBLIC, ${role};`).join(' '),
-        }
-      : {}),
-  });
+  checks.push(
+    noneFound(
+      'no CREATE on any schema',
+      creatable.map((c) => c.schema),
+      (schema) => `REVOKE CREATE ON SCHEMA ${schema} FROM PUBLIC, ${role};`,
+    ),
+  );
 
   const { rows: dbRights } = await client.query<{ temp: boolean; create: boolean }>(
     `select has_database_privilege(current_database(), 'TEMPORARY') as temp,
@@ -261,6 +249,12 @@ async function runChecks(client: pg.Client): Promise<SafetyCheck[]> {
   checks.push(await tryWrite(client, 'a write in a default transaction fails', 'begin', role));
   checks.push(await tryWrite(client, 'a write in a READ WRITE transaction fails', 'begin read write', role));
   return checks;
+}
+
+/** A check that passes when nothing offends; otherwise it names the offenders and the fix for each. */
+function noneFound(name: string, offenders: readonly string[], fix: (offender: string) => string): SafetyCheck {
+  if (offenders.length === 0) return { name, ok: true };
+  return { name, ok: false, detail: offenders.join(', '), fix: [...new Set(offenders.map(fix))].join(' ') };
 }
 
 /** Attempts writes inside a transaction that is always rolled back; each must be refused. */
