@@ -18,11 +18,11 @@ import type { ServerDeps } from './server.js';
 
 /** Node and PostgreSQL ship their own time-zone data; the zone must be in PostgreSQL's. */
 async function databaseKnowsZone(reader: ReaderDatabase, zone: string): Promise<boolean> {
-  const rows = await reader.execute({
+  const { rows } = await reader.execute({
     sql: 'select exists (select 1 from pg_timezone_names where name = $1) as known',
     parameters: [zone],
   });
-  return rows[0]?.known === true;
+  return rows[0]?.[0] === 't';
 }
 
 export interface App {

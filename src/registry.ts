@@ -9,7 +9,7 @@ import type { CompiledQuery, Kysely } from 'kysely';
 import { z } from 'zod';
 import { PERSONAL_COLUMNS, type ReportingDatabase, type SourceColumn } from './db/schema.js';
 import type { AuditEntry, AuditLog, AuditOutcome } from './audit.js';
-import { createCompiler, type ReaderDatabase, type Statement } from './db/connect.js';
+import { createCompiler, type RawResult, type ReaderDatabase, type Statement } from './db/connect.js';
 import { readSelections } from './db/selections.js';
 import {
   ArgumentError,
@@ -146,6 +146,7 @@ export function createRegistry(templates: readonly AnyTemplate[]): Registry {
     byName.set(template.name, {
       template,
       knownArgs: Object.keys(inputSchema.properties ?? {}),
+      columns: shapedColumns(template),
       statements: new Map(),
     });
     assertSelections(template);
@@ -269,6 +270,7 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, u
 interface Entry {
   readonly template: AnyTemplate;
   readonly knownArgs: readonly string[];
+  readonly columns: readonly ShapedColumn[];
   /**
    * Compiled statements by their validated arguments: the same question compiles to the same SQL
    * and parameters, so it is built once. Bounded; cleared when full.
@@ -340,23 +342,20 @@ async function runTemplate(
   try {
     if (!deps.isReady()) return fail(new InfraError('database_unavailable'));
     const cap = Math.min(template.rowLimit?.(args) ?? MAX_ROWS, MAX_ROWS);
-    let rawRows: Record<string, unknown>[];
+    let result: RawResult;
     try {
-      rawRows = await deps.db.execute(statementFor(entry, args, cap, deps), options.signal);
+      result = await deps.db.execute(statementFor(entry, args, cap, deps), options.signal);
     } catch (err) {
       return fail(classifyDatabaseError(err), err);
     }
 
     try {
-      const rows = rawRows.slice(0, cap).map((row) => shapeRow(template, row, deps.tokenize));
-      const output = template.present(rows, { truncated: rawRows.length > cap }, args, deps.ctx);
+      const rows = shapeRows(entry, result, Math.min(result.rows.length, cap), deps.tokenize);
+      const output = template.present(rows, { truncated: result.rows.length > cap }, args, deps.ctx);
       const checked = template.output.safeParse(output);
       if (!checked.success) throw new ConfigError(`output does not match its schema: ${checked.error.message}`);
       audit('ok', { row_count: rows.length });
-      return {
-        content: [{ type: 'text', text: JSON.stringify(checked.data) }],
-        structuredContent: checked.data,
-      };
+      return successResult(checked.data);
     } catch (err) {
       // A template broke its own contract: a programmer error, reported to the client as a safe failure.
       return fail(new InfraError('query_failed'), err);
@@ -366,21 +365,80 @@ async function runTemplate(
   }
 }
 
-/** Converts each declared column to its JSON type and applies its mask; undeclared columns are refused. */
-function shapeRow(template: AnyTemplate, row: Record<string, unknown>, tokenize: Tokenizer): ResultRow {
-  const out: ResultRow = {};
-  for (const key of Object.keys(row)) {
-    if (!(key in template.columns)) throw new ConfigError(`query selected undeclared column ${key}`);
-  }
-  for (const [alias, column] of Object.entries(template.columns)) {
-    if (!(alias in row)) throw new ConfigError(`query did not select declared column ${alias}`);
-    const value = convert(column.type, row[alias]);
-    out[alias] = value === null || column.mask === undefined ? value : applyMask(column, String(value), tokenize);
-  }
-  return out;
+/** Where a result keeps its own JSON; a symbol key, so JSON.stringify and clients never see it. */
+const SERIALIZED = Symbol('querygate.serialized');
+
+/**
+ * The result for structured output: the structure, and its JSON text in a text block for clients that
+ * read text. The JSON is written once and kept on the result, so a transport can put the whole result
+ * on the wire without serializing the rows a second time (see serializedResult).
+ */
+function successResult(data: Record<string, unknown>): CallToolResult {
+  const text = JSON.stringify(data);
+  const result: CallToolResult = { content: [{ type: 'text', text }], structuredContent: data };
+  (result as { [SERIALIZED]?: string })[SERIALIZED] =
+    `{"content":[{"type":"text","text":${JSON.stringify(text)}}],"structuredContent":${text}}`;
+  return result;
 }
 
-function applyMask(column: ColumnSpec, value: string, tokenize: Tokenizer): string {
+/** The JSON of a result the registry made, equal to JSON.stringify(result); undefined for any other value. */
+export function serializedResult(result: unknown): string | undefined {
+  return typeof result === 'object' && result !== null ? (result as { [SERIALIZED]?: string })[SERIALIZED] : undefined;
+}
+
+/** A declared column with what shaping needs resolved once: its JSON type, mask and token entity. */
+interface ShapedColumn {
+  readonly alias: string;
+  readonly type: ColumnKind;
+  readonly mask: Mask | undefined;
+  /** For a tokenized column: the entity its source identifies ("order", "customer"). */
+  readonly entity: string;
+}
+
+function shapedColumns(template: AnyTemplate): ShapedColumn[] {
+  return Object.entries(template.columns).map(([alias, column]) => ({
+    alias,
+    type: column.type,
+    mask: column.mask,
+    entity:
+      sourcesOf(column)
+        .map((source) => PERSONAL_COLUMNS[source]?.entity)
+        .find((e) => e !== undefined) ?? 'ref',
+  }));
+}
+
+/**
+ * Converts each declared column to its JSON type and applies its mask. The result's columns must be
+ * exactly the declared ones: an undeclared column is refused, whatever its position.
+ */
+function shapeRows(entry: Entry, result: RawResult, count: number, tokenize: Tokenizer): ResultRow[] {
+  for (const name of result.columns) {
+    if (!(name in entry.template.columns)) throw new ConfigError(`query selected undeclared column ${name}`);
+  }
+  const plan = entry.columns.map((column) => {
+    const index = result.columns.indexOf(column.alias);
+    if (index === -1) throw new ConfigError(`query did not select declared column ${column.alias}`);
+    return { ...column, index };
+  });
+  const rows = new Array<ResultRow>(count);
+  for (let r = 0; r < count; r++) {
+    const raw = result.rows[r]!;
+    const out: ResultRow = {};
+    for (const column of plan) {
+      const text = raw[column.index];
+      out[column.alias] =
+        text === null || text === undefined
+          ? null
+          : column.mask === undefined
+            ? convert(column.type, text)
+            : applyMask(column, text, tokenize);
+    }
+    rows[r] = out;
+  }
+  return rows;
+}
+
+function applyMask(column: ShapedColumn, value: string, tokenize: Tokenizer): string {
   switch (column.mask) {
     case 'email':
       return maskEmail(value);
@@ -388,30 +446,43 @@ function applyMask(column: ColumnSpec, value: string, tokenize: Tokenizer): stri
       return initials(value);
     case 'last4':
       return lastFourDigits(value);
-    case 'token': {
-      const entity = sourcesOf(column)
-        .map((source) => PERSONAL_COLUMNS[source]?.entity)
-        .find((e) => e !== undefined);
-      return tokenize(entity ?? 'ref', value);
-    }
+    case 'token':
+      return tokenize(column.entity, value);
     default:
       return value;
   }
 }
 
-function convert(type: ColumnKind, value: unknown): CellValue {
-  if (value === null || value === undefined) return null;
+/** PostgreSQL's text for a column, as the JSON value of its declared type. */
+function convert(type: ColumnKind, text: string): CellValue {
   switch (type) {
     case 'integer':
-      return Number(value);
+      return Number(text);
     case 'money':
-      return roundMoney(String(value));
+      return roundMoney(text);
     case 'timestamp':
-      return value instanceof Date ? value.toISOString() : String(value);
+      return isoTimestamp(text);
     case 'date':
     case 'text':
-      return String(value);
+      return text;
   }
+}
+
+const PG_TIMESTAMPTZ = /^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:\.(\d+))?([+-]\d\d(?::\d\d){0,2})$/;
+
+/**
+ * "2026-06-30 12:34:56.789123+00" -> "2026-06-30T12:34:56.789Z": ISO 8601 in UTC, to the millisecond
+ * (truncated). Reader connections run in UTC, so this is string work; any other offset goes through a Date.
+ */
+export function isoTimestamp(text: string): string {
+  const match = PG_TIMESTAMPTZ.exec(text);
+  if (!match) throw new ConfigError(`timestamp column returned ${JSON.stringify(text.slice(0, 40))}`);
+  const [, day, time, fraction = '', offset = ''] = match;
+  const iso = `${day}T${time}.${fraction.slice(0, 3).padEnd(3, '0')}Z`;
+  if (offset === '+00') return iso;
+  const [hours = '0', minutes = '0', seconds = '0'] = offset.slice(1).split(':');
+  const offsetMs = (Number(hours) * 3600 + Number(minutes) * 60 + Number(seconds)) * 1000;
+  return new Date(Date.parse(iso) - (offset.startsWith('-') ? -offsetMs : offsetMs)).toISOString();
 }
 
 /**

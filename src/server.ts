@@ -12,6 +12,18 @@ export const VERSION = '0.1.0';
 
 export const SERVER_INFO = { name: 'querygate', title: 'querygate: read-only sales queries', version: VERSION };
 export const CAPABILITIES = { tools: { listChanged: false } };
+/**
+ * The MCP versions this server speaks, newest first: the specification it follows (2025-11-25) and
+ * the earlier ones the SDK's clients still send. Its own list, so that serving does not load the SDK's
+ * schemas (about 15 MB); a test keeps it equal to the SDK's.
+ */
+export const PROTOCOL_VERSIONS: readonly string[] = [
+  '2025-11-25',
+  '2025-06-18',
+  '2025-03-26',
+  '2024-11-05',
+  '2024-10-07',
+];
 export const INSTRUCTIONS = [
   'querygate answers questions about sales data through fixed, read-only query tools.',
   'Every tool takes start_date and end_date (YYYY-MM-DD, inclusive, at most 90 days counted inclusively); split longer periods into several calls.',
@@ -40,7 +52,12 @@ export function createServer(deps: ServerDeps, caller: Caller): McpServer {
   const closed = new Promise<void>((resolve) => (markClosed = resolve));
 
   const receive = (message: JSONRPCMessage): void => {
-    const request = message as { id?: RequestId; method?: string; params?: { requestId?: RequestId } };
+    // Anything may arrive (a stdio line is any JSON): the handler answers what is not a request.
+    const request = (typeof message === 'object' && message !== null ? message : {}) as {
+      id?: RequestId;
+      method?: string;
+      params?: { requestId?: RequestId };
+    };
     if (request.method === 'notifications/cancelled') {
       // The client gave up: abort the call, which cancels its query; no answer is sent for it.
       const requestId = request.params?.requestId;

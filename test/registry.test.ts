@@ -7,8 +7,9 @@ import { templates } from '../queries/index.js';
 import { queryRecentOrders } from '../queries/query-recent-orders.js';
 import type { ReportingDatabase } from '../src/db/schema.js';
 import { ConfigError } from '../src/errors.js';
-import { createRegistry, TOOL_ANNOTATIONS, type AnyTemplate } from '../src/registry.js';
-import { VERSION } from '../src/server.js';
+import { createRegistry, isoTimestamp, TOOL_ANNOTATIONS, type AnyTemplate } from '../src/registry.js';
+import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
+import { PROTOCOL_VERSIONS, VERSION } from '../src/server.js';
 
 const registry = createRegistry(templates);
 
@@ -45,6 +46,12 @@ describe('the registry', () => {
 
   it('keeps the server version equal to the package version', () => {
     expect(VERSION).toBe(JSON.parse(readFileSync('package.json', 'utf8')).version);
+  });
+
+  it('speaks the protocol versions the SDK speaks, the 2025-11-25 specification first', () => {
+    expect(PROTOCOL_VERSIONS[0]).toBe('2025-11-25');
+    expect(PROTOCOL_VERSIONS[0]).toBe(LATEST_PROTOCOL_VERSION);
+    expect([...PROTOCOL_VERSIONS]).toEqual(SUPPORTED_PROTOCOL_VERSIONS);
   });
 });
 
@@ -137,6 +144,32 @@ describe('compiled SQL', () => {
     for (const template of templates) {
       expect(template.input.safeParse({ ...sampleArgs(template), start_date: hostile }).success).toBe(false);
     }
+  });
+});
+
+describe('timestamps as PostgreSQL writes them', () => {
+  // The oracle is the JS Date parser reading the same instant written as ISO 8601 with its offset.
+  it.each([
+    ['2026-06-30 12:34:56.789+00', '2026-06-30T12:34:56.789+00:00'],
+    ['2026-06-30 12:34:56+00', '2026-06-30T12:34:56+00:00'],
+    ['2026-06-30 12:34:56.5+00', '2026-06-30T12:34:56.500+00:00'],
+    ['2026-06-30 02:04:05.123+05:30', '2026-06-30T02:04:05.123+05:30'],
+    ['2026-12-31 22:00:00-03', '2026-12-31T22:00:00-03:00'],
+    ['1900-01-01 00:00:00+00:09:21', '1900-01-01T00:00:00+00:09:21'.slice(0, 19) + '+00:09'],
+  ])('%s', (text, iso) => {
+    const expected = iso.endsWith('+00:09') // Date cannot read an offset with seconds: subtract the 21 s by hand
+      ? new Date(Date.parse(iso) - 21_000).toISOString()
+      : new Date(iso).toISOString();
+    expect(isoTimestamp(text)).toBe(expected);
+  });
+
+  it('truncates microseconds to milliseconds, as a JS Date holds them', () => {
+    expect(isoTimestamp('2026-06-30 12:34:56.789999+00')).toBe('2026-06-30T12:34:56.789Z');
+  });
+
+  it('refuses text in another DateStyle instead of guessing', () => {
+    expect(() => isoTimestamp('Tue Jun 30 12:34:56.789 2026 UTC')).toThrow(ConfigError);
+    expect(() => isoTimestamp('30/06/2026 12:34:56 UTC')).toThrow(ConfigError);
   });
 });
 

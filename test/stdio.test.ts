@@ -5,7 +5,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type pg from 'pg';
 import type { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { CLI } from './support/cli.js';
+import { CLI, startCli } from './support/cli.js';
 import { connectAdmin } from './support/harness.js';
 
 let client: Client;
@@ -55,6 +55,11 @@ describe('over stdio', () => {
       const result = (await client.callTool({ name, arguments: args })) as CallToolResult;
       expect(result.isError, name).toBeFalsy();
       expect(result.structuredContent, name).toBeDefined();
+      // The result goes out serialized once, with its JSON spliced in: the text block must still be
+      // exactly the structured content.
+      const [block] = result.content as { type: string; text: string }[];
+      expect(block?.type, name).toBe('text');
+      expect(JSON.parse(block!.text), name).toEqual(result.structuredContent);
     }
     const count = (await client.callTool({ name: 'query_order_count', arguments: range })) as CallToolResult;
     const { rows } = await admin.query(
@@ -79,3 +84,55 @@ describe('over stdio', () => {
     expect(stderr).toContain('"type":"audit"');
   });
 });
+
+describe('stdio as a pipe', () => {
+  const rpc = (id: number, name: string, args: object): string =>
+    `${JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } })}\n`;
+  const range = { start_date: '2025-05-01', end_date: '2025-05-31' };
+
+  it('answers every request written before stdin closed, then exits 0', async () => {
+    // A scheduled report may pipe its requests in and close stdin at once: `querygate < requests.jsonl`.
+    const cli = startCli([], { DATABASE_URL: inject('readerUrl') });
+    cli.child.stdin!.end(
+      rpc(1, 'query_order_count', range) + rpc(2, 'query_sales', { ...range, group_by: 'week' }) + rpc(3, 'nope', {}),
+    );
+    const stdout = await readAll(cli.child.stdout!);
+    expect(await cli.exited, cli.stderr()).toBe(0);
+    const answers = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { id: number; result?: CallToolResult; error?: { code: number } });
+    expect(answers.map((a) => a.id).sort()).toEqual([1, 2, 3]);
+    const { rows } = await admin.query(
+      "select count(*)::int as n from sales.orders where ordered_at >= '2025-05-01T00:00:00Z' and ordered_at < '2025-06-01T00:00:00Z'",
+    );
+    const count = answers.find((a) => a.id === 1)!.result!;
+    expect((count.structuredContent as { order_count: number }).order_count).toBe(rows[0].n);
+    expect(answers.find((a) => a.id === 2)!.result!.isError).toBeFalsy();
+    expect(answers.find((a) => a.id === 3)!.error!.code).toBe(-32602);
+  });
+
+  it('refuses a line over 1 MiB with -32600 and goes on serving', async () => {
+    const cli = startCli([], { DATABASE_URL: inject('readerUrl') });
+    const huge = `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"${'x'.repeat(1_100_000)}"}}\n`;
+    // Written in pieces, as a pipe delivers it: the limit must hold across chunks.
+    for (let at = 0; at < huge.length; at += 64 * 1024) cli.child.stdin!.write(huge.slice(at, at + 64 * 1024));
+    cli.child.stdin!.end(rpc(2, 'query_order_count', range));
+    const lines = (await readAll(cli.child.stdout!)).trim().split('\n');
+    expect(await cli.exited, cli.stderr()).toBe(0);
+    const answers = lines.map((line) => JSON.parse(line) as { id: unknown; result?: CallToolResult; error?: object });
+    expect(answers).toHaveLength(2);
+    expect(answers[0]).toMatchObject({ id: null, error: { code: -32600 } });
+    expect(JSON.stringify(answers[0])).toMatch(/limited to 1048576 bytes/);
+    expect(answers[1]).toMatchObject({ id: 2, result: { structuredContent: { order_count: expect.any(Number) } } });
+  });
+});
+
+function readAll(stream: Readable): Promise<string> {
+  return new Promise((done, fail) => {
+    let text = '';
+    stream.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+    stream.once('end', () => done(text));
+    stream.once('error', fail);
+  });
+}

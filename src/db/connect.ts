@@ -25,11 +25,21 @@ export interface ReaderOptions {
 /** SQL text and its bind parameters, as Kysely's compile() gives them. */
 export type Statement = Pick<CompiledQuery, 'sql' | 'parameters'>;
 
+/**
+ * A result as PostgreSQL sends it: the column names, and each row as an array of the columns' text
+ * (null for SQL NULL). Nothing is parsed into Dates or numbers on the way: the registry converts each
+ * declared column once, to the JSON type it declares.
+ */
+export interface RawResult {
+  readonly columns: readonly string[];
+  readonly rows: readonly (readonly (string | null)[])[];
+}
+
 export interface ReaderDatabase {
   /** Builds and compiles queries; it has no connection and cannot run anything. */
   readonly compiler: Kysely<ReportingDatabase>;
   /** Runs one compiled statement on a pooled reader connection; an abort cancels it on the server. */
-  execute(query: Statement, signal?: AbortSignal): Promise<Record<string, unknown>[]>;
+  execute(query: Statement, signal?: AbortSignal): Promise<RawResult>;
   readonly pool: pg.Pool;
   close(): Promise<void>;
 }
@@ -63,7 +73,9 @@ export function connectReader(url: string, options: ReaderOptions, logger: Logge
     connectionTimeoutMillis: 5000,
     // Prepared statements save parsing; a custom plan per call keeps the plan as good as an unprepared
     // query's (a generic plan once halved the speed of the top-products join).
-    options: '-c default_transaction_read_only=on -c plan_cache_mode=force_custom_plan',
+    // UTC and ISO dates make timestamptz text the one format the registry converts (it checks).
+    options:
+      '-c default_transaction_read_only=on -c plan_cache_mode=force_custom_plan -c TimeZone=UTC -c DateStyle=ISO,MDY',
   };
   const pool = new pg.Pool(config);
   // An idle connection that dies (database restart) must not crash the server.
@@ -83,15 +95,17 @@ export function connectReader(url: string, options: ReaderOptions, logger: Logge
       signal?.addEventListener('abort', cancel, { once: true });
       try {
         // Named, so each connection parses and plans a statement once and then only binds and runs it.
-        const result = await client.query({
+        const result = await client.query<(string | null)[]>({
           name: statementName(query.sql),
           text: query.sql,
           values: query.parameters as unknown[],
+          rowMode: 'array',
+          types: RAW_TEXT,
         });
         // A cancel request is asynchronous: a connection it was sent for is not reused, so that it
         // cannot hit the next caller's query.
         client.release(cancelled ? true : undefined);
-        return result.rows as Record<string, unknown>[];
+        return { columns: result.fields.map((field) => field.name), rows: result.rows };
       } catch (err) {
         // A connection that failed mid-query is not trusted again.
         client.release(cancelled || isConnectionError(err) ? true : undefined);
@@ -103,6 +117,9 @@ export function connectReader(url: string, options: ReaderOptions, logger: Logge
     close: () => pool.end(),
   };
 }
+
+/** Every column as the text PostgreSQL sent: no Date, BigInt or float parsing for values about to be converted again. */
+const RAW_TEXT = { getTypeParser: () => (text: string) => text } as unknown as pg.CustomTypesConfig;
 
 const statementName = memoize(
   (sql: string): string => `qg_${createHash('sha1').update(sql).digest('hex').slice(0, 20)}`,

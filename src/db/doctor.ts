@@ -311,8 +311,8 @@ export async function explainTemplates(
       .limit(101)
       .compile();
     try {
-      const rows = await reader.execute({ ...compiled, sql: `explain (format json) ${compiled.sql}` });
-      const plan = (rows[0]!['QUERY PLAN'] as Array<{ Plan: { 'Total Cost': number } }>)[0]!.Plan;
+      const { rows } = await reader.execute({ ...compiled, sql: `explain (format json) ${compiled.sql}` });
+      const plan = (JSON.parse(rows[0]![0]!) as Array<{ Plan: { 'Total Cost': number } }>)[0]!.Plan;
       costs.push({ tool: template.name, totalCost: plan['Total Cost'] });
     } catch (err) {
       costs.push({ tool: template.name, error: err instanceof Error ? err.message : String(err) });

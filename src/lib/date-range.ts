@@ -61,10 +61,9 @@ interface DateRangeInput {
 
 /** The cross-field rules; attach with `.superRefine(checkDateRange)` after the fields parsed. */
 export function checkDateRange(value: DateRangeInput, ctx: z.RefinementCtx): void {
-  const start = parseDay(value.start_date);
-  const end = parseDay(value.end_date);
-  if (!start || !end) return;
-  const days = differenceInCalendarDays(end, start) + 1;
+  const range = rangeOf(value);
+  if (!range) return;
+  const { days } = range;
   if (days < 1) {
     ctx.addIssue({
       code: 'custom',
@@ -75,7 +74,7 @@ export function checkDateRange(value: DateRangeInput, ctx: z.RefinementCtx): voi
     ctx.addIssue({
       code: 'custom',
       path: ['end_date'],
-      message: `the range ${value.start_date}..${value.end_date} spans ${days} days; at most ${MAX_RANGE_DAYS} days are allowed, so end_date may be at most ${format(addDays(start, MAX_RANGE_DAYS - 1), DAY_FORMAT)}`,
+      message: `the range ${value.start_date}..${value.end_date} spans ${days} days; at most ${MAX_RANGE_DAYS} days are allowed, so end_date may be at most ${format(addDays(parseDay(value.start_date)!, MAX_RANGE_DAYS - 1), DAY_FORMAT)}`,
     });
   }
 }
@@ -89,16 +88,30 @@ export interface ResolvedRange {
 }
 
 export function resolveRange(value: DateRangeInput): ResolvedRange {
-  const start = parseDay(value.start_date);
-  const end = parseDay(value.end_date);
-  if (!start || !end) throw new TypeError('resolveRange called before validation');
-  return {
-    startDate: value.start_date,
-    endDate: value.end_date,
+  const range = rangeOf(value);
+  if (!range) throw new TypeError('resolveRange called before validation');
+  return range;
+}
+
+/** The resolved range of two days (days < 1 when end is before start); undefined if either is not a real day. */
+function rangeOf(value: DateRangeInput): ResolvedRange | undefined {
+  if (!ISO_DAY.test(value.start_date) || !ISO_DAY.test(value.end_date)) return undefined;
+  return rangeMemo(`${value.start_date} ${value.end_date}`);
+}
+
+// Memoized, frozen: every call of every tool resolves its range, and the same ranges come back.
+const rangeMemo = memoize((key: string): ResolvedRange | undefined => {
+  const [startDate, endDate] = key.split(' ') as [string, string];
+  const start = parseDay(startDate);
+  const end = parseDay(endDate);
+  if (!start || !end) return undefined;
+  return Object.freeze({
+    startDate,
+    endDate,
     endExclusive: format(addDays(end, 1), DAY_FORMAT),
     days: differenceInCalendarDays(end, start) + 1,
-  };
-}
+  });
+});
 
 /** Local midnight of a YYYY-MM-DD day in a time zone, as ISO 8601 with the offset: "2025-03-30T00:00:00.000+01:00". */
 export function startOfDayIn(day: string, timeZone: string): string {

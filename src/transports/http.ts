@@ -10,14 +10,13 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import type { Authenticator } from '../auth.js';
 import { ConfigError } from '../errors.js';
 import type { TokenBucket } from '../limits.js';
 import type { Logger } from '../logger.js';
 import type { Caller } from '../registry.js';
-import type { ServerDeps } from '../server.js';
-import { handleMessage } from './json-rpc.js';
+import { PROTOCOL_VERSIONS, type ServerDeps } from '../server.js';
+import { encodeMessage, handleMessage } from './json-rpc.js';
 
 export interface HttpOptions {
   readonly host: string;
@@ -97,7 +96,7 @@ export async function serveHttp(deps: ServerDeps, options: HttpOptions, logger: 
       return sendError(res, 406, -32000, 'Not Acceptable: accept application/json');
     }
     const version = req.headers['mcp-protocol-version'];
-    if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(String(version))) {
+    if (version !== undefined && !PROTOCOL_VERSIONS.includes(String(version))) {
       return sendError(
         res,
         400,
@@ -130,7 +129,7 @@ export async function serveHttp(deps: ServerDeps, options: HttpOptions, logger: 
       res.writeHead(202).end();
       return;
     }
-    const json = JSON.stringify(response);
+    const json = encodeMessage(response);
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) }).end(json);
   }
 

@@ -3,10 +3,9 @@
  * no SDK Server per request. It speaks exactly what this server offers (initialize, ping,
  * tools/list, tools/call) and answers everything else as the specification says.
  */
-import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import { INVALID_PARAMS, ProtocolError } from '../errors.js';
-import type { Caller } from '../registry.js';
-import { CAPABILITIES, INSTRUCTIONS, SERVER_INFO, type ServerDeps } from '../server.js';
+import { serializedResult, type Caller } from '../registry.js';
+import { CAPABILITIES, INSTRUCTIONS, PROTOCOL_VERSIONS, SERVER_INFO, type ServerDeps } from '../server.js';
 
 type Id = string | number | null;
 export type JsonRpcResponse =
@@ -24,6 +23,16 @@ const fail = (id: Id, code: number, message: string): JsonRpcResponse => ({
   id,
   error: { code, message },
 });
+
+/**
+ * A message as one line of JSON. A tool result the registry made carries its JSON already: it is
+ * spliced in rather than serialized again, which halves the work for a page of rows.
+ */
+export function encodeMessage(message: JsonRpcResponse): string {
+  const result = 'result' in message ? serializedResult(message.result) : undefined;
+  if (result === undefined) return JSON.stringify(message);
+  return `{"jsonrpc":"2.0","id":${JSON.stringify(message.id)},"result":${result}}`;
+}
 
 /** Handles one message; undefined for notifications and responses, which get no answer. */
 export async function handleMessage(
@@ -56,9 +65,7 @@ export async function handleMessage(
       case 'initialize': {
         const requested = params?.protocolVersion;
         const protocolVersion =
-          typeof requested === 'string' && SUPPORTED_PROTOCOL_VERSIONS.includes(requested)
-            ? requested
-            : LATEST_PROTOCOL_VERSION;
+          typeof requested === 'string' && PROTOCOL_VERSIONS.includes(requested) ? requested : PROTOCOL_VERSIONS[0];
         return {
           jsonrpc: '2.0',
           id: id as Id,
