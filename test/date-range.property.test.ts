@@ -1,6 +1,6 @@
 /**
- * The date-range rules as properties, judged by an oracle of their own (Date.UTC arithmetic, not
- * date-fns): many runs against the shared zod schema, and fewer through a real MCP client.
+ * The date-range rules as properties, judged by an oracle of their own (Date.UTC over a 400-year
+ * shift, not the implementation's setUTCFullYear): many runs against the shared zod schema, and fewer through a real MCP client.
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

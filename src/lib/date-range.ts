@@ -3,30 +3,39 @@
  * end not before start, at most MAX_RANGE_DAYS counted inclusively.
  */
 import { TZDate } from '@date-fns/tz';
-import { UTCDate } from '@date-fns/utc';
-import { addDays, differenceInCalendarDays, format, isValid, parse } from 'date-fns';
 import { z } from 'zod';
 import { memoize } from './memo.js';
 
 export const MAX_RANGE_DAYS = 90;
 const ISO_DAY = /^\d{4}-\d{2}-\d{2}$/;
-const DAY_FORMAT = 'yyyy-MM-dd';
-// All calendar arithmetic runs on UTCDate, so the process's own time zone plays no part: in a zone
-// whose clocks skip midnight on some day, local-midnight dates would refuse that real day.
-// parse() builds its result from the reference date, hence a UTCDate reference.
-const REFERENCE = new UTCDate(2000, 0, 1);
+const DAY_MS = 86_400_000;
+// Calendar days are UTC midnights, so the process's own time zone plays no part: in a zone whose
+// clocks skip midnight on some day, local-midnight dates would refuse that real day. UTC days are all
+// 24 hours long, which makes day arithmetic exact. (Plain Date arithmetic rather than date-fns, whose
+// parse and format load some 300 modules, for what is three lines here.)
 
 /** Parses a YYYY-MM-DD string into a UTC-midnight date, or undefined when it is not a real day. */
 export function parseDay(value: string): Date | undefined {
   return ISO_DAY.test(value) ? parseKnownShape(value) : undefined;
 }
 
-// Memoized: the same few days are parsed again and again. Callers must not mutate the result
-// (date-fns never does).
+// Memoized: the same few days are parsed again and again. Callers must not mutate the result.
 const parseKnownShape = memoize((value: string): Date | undefined => {
-  const day = parse(value, DAY_FORMAT, REFERENCE);
-  return isValid(day) && format(day, DAY_FORMAT) === value ? day : undefined;
+  const [year, month, date] = [Number(value.slice(0, 4)), Number(value.slice(5, 7)), Number(value.slice(8, 10))];
+  if (year < 1) return undefined; // PostgreSQL has no year 0
+  const day = new Date(0);
+  day.setUTCFullYear(year, month - 1, date); // unlike Date.UTC, takes years 1..99 as they are
+  // Month 13 or 31 April roll over into another day: only a day that reads back the same is real.
+  return formatDay(day) === value ? day : undefined;
 });
+
+/** YYYY-MM-DD of a UTC midnight (years past 9999 keep all their digits). */
+function formatDay(day: Date): string {
+  const pad = (n: number, width: number): string => String(n).padStart(width, '0');
+  return `${pad(day.getUTCFullYear(), 4)}-${pad(day.getUTCMonth() + 1, 2)}-${pad(day.getUTCDate(), 2)}`;
+}
+
+const addDays = (day: Date, n: number): Date => new Date(day.getTime() + n * DAY_MS);
 
 /**
  * Quotes a user-supplied value for an error message: strings cut short so a huge input is not echoed
@@ -74,7 +83,7 @@ export function checkDateRange(value: DateRangeInput, ctx: z.RefinementCtx): voi
     ctx.addIssue({
       code: 'custom',
       path: ['end_date'],
-      message: `the range ${value.start_date}..${value.end_date} spans ${days} days; at most ${MAX_RANGE_DAYS} days are allowed, so end_date may be at most ${format(addDays(parseDay(value.start_date)!, MAX_RANGE_DAYS - 1), DAY_FORMAT)}`,
+      message: `the range ${value.start_date}..${value.end_date} spans ${days} days; at most ${MAX_RANGE_DAYS} days are allowed, so end_date may be at most ${formatDay(addDays(parseDay(value.start_date)!, MAX_RANGE_DAYS - 1))}`,
     });
   }
 }
@@ -108,8 +117,8 @@ const rangeMemo = memoize((key: string): ResolvedRange | undefined => {
   return Object.freeze({
     startDate,
     endDate,
-    endExclusive: format(addDays(end, 1), DAY_FORMAT),
-    days: differenceInCalendarDays(end, start) + 1,
+    endExclusive: formatDay(addDays(end, 1)),
+    days: Math.round((end.getTime() - start.getTime()) / DAY_MS) + 1,
   });
 });
 

@@ -16,6 +16,9 @@ export const MASK_FOR: Record<PersonalKind, Mask> = {
   phone: 'last4',
 };
 
+const ALREADY_INITIALS = /^(?:\p{Lu}\.)+$/u;
+const FOUR_DIGITS = /^\d{4}$/;
+
 /** "jane.doe@example.com" -> "j***@example.com"; anything without a usable @ becomes "***". */
 export function maskEmail(value: string): string {
   const at = value.lastIndexOf('@');
@@ -25,12 +28,14 @@ export function maskEmail(value: string): string {
 
 /** "Jane van Doe" -> "J.V.D."; "J.D." stays "J.D.". */
 export function initials(value: string): string {
+  if (ALREADY_INITIALS.test(value)) return value; // what the reporting view sends: nothing to split
   const parts = value.split(/[\s.\-']+/u).filter((part) => part.length > 0);
   return parts.map((part) => `${[...part][0]!.toUpperCase()}.`).join('');
 }
 
 /** "+1 (555) 010-2345" -> "2345": the last four digits only. */
 export function lastFourDigits(value: string): string {
+  if (FOUR_DIGITS.test(value)) return value; // what the reporting view sends
   return value.replace(/\D/g, '').slice(-4);
 }
 
