@@ -143,8 +143,12 @@ export function createRegistry(templates: readonly AnyTemplate[]): Registry {
     assertTemplate(template);
     if (byName.has(template.name)) throw new ConfigError(`duplicate tool name: ${template.name}`);
     const inputSchema = jsonSchema(template.input, 'input') as Tool['inputSchema'];
+    if (!(template.output instanceof z.ZodObject))
+      throw new ConfigError(`template ${template.name}: output must be an object`);
+    const output = template.output.extend({ data_as_of: DATA_AS_OF });
     byName.set(template.name, {
       template,
+      output,
       knownArgs: Object.keys(inputSchema.properties ?? {}),
       columns: shapedColumns(template),
       statements: new Map(),
@@ -155,7 +159,7 @@ export function createRegistry(templates: readonly AnyTemplate[]): Registry {
       title: template.title,
       description: describe(template),
       inputSchema,
-      outputSchema: jsonSchema(template.output, 'output') as Tool['outputSchema'],
+      outputSchema: jsonSchema(output, 'output') as Tool['outputSchema'],
       annotations: { title: template.title, ...TOOL_ANNOTATIONS },
     });
   }
@@ -266,9 +270,21 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, u
   return json;
 }
 
+/**
+ * Added to every result by the registry, so no template can leave it out. Taken before the statement
+ * is sent: its snapshot is later, so it holds every commit made before this instant.
+ */
+const DATA_AS_OF = z
+  .string()
+  .describe(
+    'How fresh the figures are: every order committed before this instant (ISO 8601, UTC) is in them. The hourly rollup behind some figures is kept by the database in the same transactions as the orders, so it is never older; on a read replica, subtract its replication lag.',
+  );
+
 /** A registered template, with what the registry derives from it once. */
 interface Entry {
   readonly template: AnyTemplate;
+  /** The template's output with data_as_of added. */
+  readonly output: z.ZodType<Record<string, unknown>>;
   readonly knownArgs: readonly string[];
   readonly columns: readonly ShapedColumn[];
   /**
@@ -343,7 +359,9 @@ async function runTemplate(
     if (!deps.isReady()) return fail(new InfraError('database_unavailable'));
     const cap = Math.min(template.rowLimit?.(args) ?? MAX_ROWS, MAX_ROWS);
     let result: RawResult;
+    let dataAsOf: string;
     try {
+      dataAsOf = new Date().toISOString();
       result = await deps.db.execute(statementFor(entry, args, cap, deps), options.signal);
     } catch (err) {
       return fail(classifyDatabaseError(err), err);
@@ -352,7 +370,7 @@ async function runTemplate(
     try {
       const rows = shapeRows(entry, result, Math.min(result.rows.length, cap), deps.tokenize);
       const output = template.present(rows, { truncated: result.rows.length > cap }, args, deps.ctx);
-      const checked = template.output.safeParse(output);
+      const checked = entry.output.safeParse({ ...output, data_as_of: dataAsOf });
       if (!checked.success) throw new ConfigError(`output does not match its schema: ${checked.error.message}`);
       audit('ok', { row_count: rows.length });
       return successResult(checked.data);

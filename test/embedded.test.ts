@@ -8,6 +8,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, runCli, startCli } from './support/cli.js';
+import { figures } from './support/harness.js';
 
 let dataDir: string;
 beforeAll(async () => {
@@ -57,7 +58,7 @@ describe('the embedded default', () => {
         name: 'query_order_count',
         arguments: { start_date: monthAgo, end_date: today },
       })) as CallToolResult;
-      expect(again.structuredContent).toEqual(result.structuredContent);
+      expect(figures(again.structuredContent)).toEqual(figures(result.structuredContent));
     } finally {
       await first.client.close();
     }

@@ -15,7 +15,7 @@ import { DEFAULT_READER_ROLE } from '../src/config.js';
 import { freePort, startEmbedded, type EmbeddedDatabase } from '../src/db/embedded.js';
 import { silentLogger } from '../src/logger.js';
 import { CLI, startCli } from './support/cli.js';
-import { startHarness, textOf } from './support/harness.js';
+import { figures, startHarness, textOf } from './support/harness.js';
 import { createScratchDatabase, eventually, type ScratchDatabase } from './support/scratch.js';
 
 const week = { start_date: '2025-06-01', end_date: '2025-06-07' };
@@ -121,7 +121,7 @@ describe('a database that is down at start-up', () => {
           const result = await call();
           return result.isError ? undefined : result;
         });
-        expect(after.structuredContent).toEqual(first.structuredContent);
+        expect(figures(after.structuredContent)).toEqual(figures(first.structuredContent));
         await eventually('/readyz to report ready again', async () => (await get(new URL('/readyz', url))) === 200);
         await client.close();
       } finally {

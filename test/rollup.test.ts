@@ -86,4 +86,26 @@ describe('the hourly rollup', () => {
     expect(rollup).toEqual([]);
     expect(Object.values(served as Record<string, number>).every((n) => n === 0)).toBe(true);
   });
+
+  it('has figures that include an order committed just before data_as_of', async () => {
+    const range = { start_date: '2025-05-02', end_date: '2025-05-02' }; // after the scratch data: empty
+    const empty = structured<{ order_count: number; data_as_of: string }>(
+      await harness.call('query_order_count', range),
+    );
+    expect(empty.order_count).toBe(0);
+    const committed = await scratch.admin.query<{ at: Date }>(
+      `insert into sales.orders (customer_id, ordered_at, status, currency, total_amount)
+       select id, '2025-05-02T12:00:00Z', 'paid', 'EUR', 0 from sales.customers order by id limit 1
+       returning clock_timestamp() as at`,
+    );
+    try {
+      const counted = structured<{ order_count: number; data_as_of: string }>(
+        await harness.call('query_order_count', range),
+      );
+      expect(Date.parse(counted.data_as_of)).toBeGreaterThanOrEqual(committed.rows[0]!.at.getTime());
+      expect(counted.order_count).toBe(1);
+    } finally {
+      await scratch.admin.query(`delete from sales.orders where ordered_at = '2025-05-02T12:00:00Z'`);
+    }
+  });
 });

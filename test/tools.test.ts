@@ -330,6 +330,23 @@ describe('query_recent_orders', () => {
 });
 
 describe('every tool', () => {
+  it.each([
+    ['query_order_count', { start_date: Q_START, end_date: Q_END }],
+    ['query_sales', { start_date: Q_START, end_date: Q_END, group_by: 'day' }],
+    ['query_top_products', { start_date: Q_START, end_date: Q_END }],
+    ['query_recent_orders', { start_date: Q_START, end_date: Q_END }],
+  ])('%s says how fresh its figures are: data_as_of, taken while the call ran', async (tool, args) => {
+    const before = Date.now();
+    const result = structured<{ data_as_of: string }>(await harness.call(tool, args));
+    const after = Date.now();
+    expect(result.data_as_of).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    const asOf = Date.parse(result.data_as_of);
+    expect(asOf).toBeGreaterThanOrEqual(before);
+    expect(asOf).toBeLessThanOrEqual(after);
+    const { tools } = await harness.client.listTools();
+    expect(tools.find((t) => t.name === tool)?.outputSchema?.required).toContain('data_as_of');
+  });
+
   it('returns the same JSON as text as it returns structured', async () => {
     const result = await harness.call('query_sales', { start_date: Q_START, end_date: Q_END, group_by: 'region' });
     const text = result.content.find((c) => c.type === 'text');

@@ -100,6 +100,12 @@ export function structured<T>(result: CallToolResult): T {
   return result.structuredContent as T;
 }
 
+/** A result's figures without data_as_of, the one field that differs between two calls on the same data. */
+export function figures(content: unknown): unknown {
+  const { data_as_of: _asOf, ...rest } = content as Record<string, unknown>;
+  return rest;
+}
+
 export function textOf(result: CallToolResult): string {
   return result.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
 }
