@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 /** The `querygate` command: serve (stdio or HTTP), doctor, migrate, seed. */
+import './node-compat.js'; // first: before pg is loaded
 import { createServer as createNetServer } from 'node:net';
 import { parseArgs } from 'node:util';
 import { templates } from '../queries/index.js';
