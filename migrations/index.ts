@@ -6,6 +6,7 @@ import { readerRole } from './0003-reader-role.js';
 import { readerColumns } from './0004-reader-columns.js';
 import { orderHours } from './0005-order-hours.js';
 import { rollupHardening } from './0006-rollup-hardening.js';
+import { productDays } from './0007-product-days.js';
 
 export function migrations(options: { readerRole: string }): Record<string, Migration> {
   return {
@@ -15,5 +16,6 @@ export function migrations(options: { readerRole: string }): Record<string, Migr
     '0004-reader-columns': readerColumns(options.readerRole),
     '0005-order-hours': orderHours(options.readerRole),
     '0006-rollup-hardening': rollupHardening(options.readerRole),
+    '0007-product-days': productDays(options.readerRole),
   };
 }

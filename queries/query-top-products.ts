@@ -3,21 +3,24 @@
  *
  * Example input: { "start_date": "2025-01-01", "end_date": "2025-03-31", "limit": 5, "metric": "units" }
  *
- * SQL:
+ * SQL (the parts: whole UTC days from the daily rollup, the hours around them from the items):
  *   select "p"."sku", "p"."name", "p"."category",
- *          sum("oi"."quantity") as "units",
- *          round(sum("oi"."quantity" * "oi"."unit_price"), 2) as "revenue"
- *   from "reporting"."orders" as "o"
- *   inner join "reporting"."order_items" as "oi" on "oi"."order_id" = "o"."id"
- *   inner join "reporting"."products" as "p" on "p"."id" = "oi"."product_id"
- *   where <ordered_at in range> and "o"."status" not in ($.., $..)
+ *          sum("parts"."units") as "units", round(sum("parts"."revenue"), 2) as "revenue"
+ *   from (select "d"."product_id", "d"."units", "d"."revenue" from "reporting"."product_days" as "d"
+ *          where "d"."day" >= <first UTC midnight in range> and "d"."day" < <last one> and "d"."status" not in (..)
+ *         union all
+ *         select "oi"."product_id", "oi"."quantity"::bigint, "oi"."quantity" * "oi"."unit_price"
+ *           from "reporting"."orders" as "o" inner join "reporting"."order_items" as "oi" on "oi"."order_id" = "o"."id"
+ *          where "o"."ordered_at" >= <range start> and "o"."ordered_at" < <first UTC midnight> and "o"."status" not in (..)
+ *         union all <the same, from the last UTC midnight to the range end>) as "parts"
+ *   inner join "reporting"."products" as "p" on "p"."id" = "parts"."product_id"
  *   group by "p"."id", "p"."sku", "p"."name", "p"."category"
  *   order by "revenue" desc, "units" desc, "p"."sku" limit $n   -- metric units swaps the first two
  */
 import { sql } from 'kysely';
 import { z } from 'zod';
-import { ordersInRange } from '../src/db/range-sql.js';
-import { NON_REVENUE_STATUSES, oneOf, rowLimit } from '../src/lib/arguments.js';
+import { netItemsInRange } from '../src/db/range-sql.js';
+import { oneOf, rowLimit } from '../src/lib/arguments.js';
 import { checkDateRange, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
 import { count, echoRange, money, rangeEcho, rowsEnvelope } from '../src/lib/result-shape.js';
 import { defineTemplate } from '../src/registry.js';
@@ -71,16 +74,15 @@ export const queryTopProducts = defineTemplate({
   rowLimit: (args) => args.limit,
   query: (db, args, ctx) => {
     const [first, second] = args.metric === 'units' ? (['units', 'revenue'] as const) : (['revenue', 'units'] as const);
-    return ordersInRange(db, resolveRange(args), ctx.timeZone)
-      .where('o.status', 'not in', NON_REVENUE_STATUSES)
-      .innerJoin('reporting.order_items as oi', 'oi.order_id', 'o.id')
-      .innerJoin('reporting.products as p', 'p.id', 'oi.product_id')
+    return db
+      .selectFrom(netItemsInRange(db, resolveRange(args), ctx.timeZone).as('parts'))
+      .innerJoin('reporting.products as p', 'p.id', 'parts.product_id')
       .select((eb) => [
         'p.sku',
         'p.name',
         'p.category',
-        eb.fn.sum<string>('oi.quantity').as('units'),
-        sql<string>`round(sum(${eb.ref('oi.quantity')} * ${eb.ref('oi.unit_price')}), 2)`.as('revenue'),
+        sql<string>`sum(${eb.ref('parts.units')})`.as('units'),
+        sql<string>`round(sum(${eb.ref('parts.revenue')}), 2)`.as('revenue'),
       ])
       .groupBy(['p.id', 'p.sku', 'p.name', 'p.category'])
       .orderBy(first, 'desc')

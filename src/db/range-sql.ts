@@ -1,6 +1,7 @@
 /** SQL fragments shared by the templates. Every value in them travels as a bind parameter. */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { startOfDayIn, type ResolvedRange } from '../lib/date-range.js';
+import { NON_REVENUE_STATUSES } from '../lib/arguments.js';
 import type { ReportingDatabase } from './schema.js';
 
 /** Midnight of a calendar day in a time zone, as timestamptz: `(cast($1 as timestamp) at time zone $2)`. */
@@ -42,4 +43,45 @@ export function orderHoursInRange(db: Kysely<ReportingDatabase>, range: Resolved
     .selectFrom('reporting.order_hours as h')
     .where('h.hour', '>=', startOfDay(range.startDate, timeZone))
     .where('h.hour', '<', startOfDay(range.endExclusive, timeZone));
+}
+
+/**
+ * Net order items in the range, as (product_id, units, revenue) parts to be summed per product: the
+ * whole UTC days inside the range from the daily rollup, and the hours before the first and after
+ * the last whole UTC day (none in UTC) from the items themselves. The three pieces tile
+ * [start, end) exactly in any zone: [start, m1) from items, [first, last) from the rollup, [m2, end)
+ * from items, where first and last are the first and last UTC midnights inside the range,
+ * m1 = least(first, end) and m2 = greatest(last, m1).
+ */
+export function netItemsInRange(db: Kysely<ReportingDatabase>, range: ResolvedRange, timeZone: string) {
+  const start = startOfDay(range.startDate, timeZone);
+  const end = startOfDay(range.endExclusive, timeZone);
+  const first = sql<Date>`date_trunc('day', ${start} + interval '1 day' - interval '1 microsecond', 'UTC')`;
+  const last = sql<Date>`date_trunc('day', ${end}, 'UTC')`;
+  const m1 = sql<Date>`least(${first}, ${end})`;
+  const m2 = sql<Date>`greatest(${last}, ${m1})`;
+  const fromItems = (from: RawBuilder<Date>, to: RawBuilder<Date>) =>
+    db
+      .selectFrom('reporting.orders as o')
+      .innerJoin('reporting.order_items as oi', 'oi.order_id', 'o.id')
+      .where('o.ordered_at', '>=', from)
+      .where('o.ordered_at', '<', to)
+      .where('o.status', 'not in', NON_REVENUE_STATUSES)
+      .select((eb) => [
+        'oi.product_id',
+        sql<string>`${eb.ref('oi.quantity')}::bigint`.as('units'),
+        sql<string>`${eb.ref('oi.quantity')} * ${eb.ref('oi.unit_price')}`.as('revenue'),
+      ]);
+  return db
+    .selectFrom('reporting.product_days as d')
+    .where('d.day', '>=', first)
+    .where('d.day', '<', last)
+    .where('d.status', 'not in', NON_REVENUE_STATUSES)
+    .select((eb) => [
+      'd.product_id',
+      sql<string>`${eb.ref('d.units')}`.as('units'),
+      sql<string>`${eb.ref('d.revenue')}`.as('revenue'),
+    ])
+    .unionAll(fromItems(start, m1))
+    .unionAll(fromItems(m2, end));
 }

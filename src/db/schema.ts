@@ -50,12 +50,22 @@ export interface ReportingOrderHours {
   total_amount: Numeric;
 }
 
+/** Order items per UTC day, product and order status, kept by triggers (migration 0007). */
+export interface ReportingProductDays {
+  day: ReadOnly<Date>;
+  product_id: Int8;
+  status: ReadOnly<string>;
+  units: Int8;
+  revenue: Numeric;
+}
+
 export interface ReportingDatabase {
   'reporting.orders': ReportingOrders;
   'reporting.order_items': ReportingOrderItems;
   'reporting.products': ReportingProducts;
   'reporting.customers': ReportingCustomers;
   'reporting.order_hours': ReportingOrderHours;
+  'reporting.product_days': ReportingProductDays;
 }
 
 /** "table.column" for every column the reader can read. */
@@ -82,6 +92,7 @@ export const PERSONAL_COLUMNS: Partial<Record<SourceColumn, PersonalColumn>> = {
   'reporting.order_items.order_id': { kind: 'internal_id', entity: 'order' },
   'reporting.order_items.product_id': { kind: 'internal_id', entity: 'product' },
   'reporting.products.id': { kind: 'internal_id', entity: 'product' },
+  'reporting.product_days.product_id': { kind: 'internal_id', entity: 'product' },
   'reporting.customers.id': { kind: 'internal_id', entity: 'customer' },
   'reporting.customers.name_initials': { kind: 'name' },
   'reporting.customers.email_masked': { kind: 'email' },

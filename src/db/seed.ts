@@ -32,6 +32,13 @@ export const DEFAULT_SEED_ORDERS = 50_000;
 const SPAN_DAYS = 730;
 const PRODUCT_COUNT = 150;
 const DAY_MS = 86_400_000;
+/** The row triggers that keep the rollups (migrations 0005 and 0007); off while loading, then rebuilt. */
+const ROLLUP_TRIGGERS = [
+  ['sales.orders', 'orders_order_hours'],
+  ['sales.orders', 'orders_product_days'],
+  ['sales.orders', 'orders_product_days_delete'],
+  ['sales.order_items', 'order_items_product_days'],
+] as const;
 
 /** mulberry32: small, fast and good enough for demo data; the same seed gives the same sequence. */
 function prng(seed: number): () => number {
@@ -240,8 +247,9 @@ export async function seedDatabase(adminUrl: string, options: SeedOptions, logge
     await client.query("set local maintenance_work_mem = '256MB'");
     await client.query('set local synchronous_commit = off');
     const deferred = await dropSecondaryStructures(client);
-    // The hourly rollup is rebuilt once after the load rather than row by row by its trigger.
-    await client.query('alter table sales.orders disable trigger orders_order_hours');
+    // The rollups are rebuilt once after the load rather than row by row by their triggers.
+    for (const [table, trigger] of ROLLUP_TRIGGERS)
+      await client.query(`alter table ${table} disable trigger ${trigger}`);
 
     await copyInto(client, 'copy sales.products (id, sku, name, category, unit_price) from stdin', function* () {
       for (const [i, p] of products.entries())
@@ -297,8 +305,9 @@ export async function seedDatabase(adminUrl: string, options: SeedOptions, logge
     );
 
     for (const statement of deferred) await client.query(statement);
-    await client.query('select sales.order_hours_rebuild()');
-    await client.query('alter table sales.orders enable trigger orders_order_hours');
+    await client.query('select sales.order_hours_rebuild(), sales.product_days_rebuild()');
+    for (const [table, trigger] of ROLLUP_TRIGGERS)
+      await client.query(`alter table ${table} enable trigger ${trigger}`);
     for (const table of ['customers', 'products', 'orders']) {
       await client.query(
         `select setval(pg_get_serial_sequence('sales.${table}', 'id'), (select max(id) from sales.${table}))`,
@@ -317,7 +326,7 @@ export async function seedDatabase(adminUrl: string, options: SeedOptions, logge
   await vacuum.connect();
   try {
     await vacuum.query(
-      'vacuum (analyze) sales.customers, sales.products, sales.orders, sales.order_items, sales.order_hours',
+      'vacuum (analyze) sales.customers, sales.products, sales.orders, sales.order_items, sales.order_hours, sales.product_days',
     );
   } finally {
     await vacuum.end();

@@ -1,0 +1,150 @@
+/**
+ * A daily rollup of order items by product and order status, kept exact by triggers in the same
+ * transaction as every change to sales.order_items and to the orders they belong to. Top products
+ * over 90 days then read at most 90 x products x 5 rows, however many orders there are. Days are UTC
+ * days; a range in another zone reads its partial first and last UTC day from the items themselves.
+ */
+import { sql, type Kysely, type Migration } from 'kysely';
+
+const FUNCTIONS = ['product_days_items', 'product_days_orders', 'product_days_order_deleted', 'product_days_truncate'];
+/** Called only from the trigger functions above, which run as the owner. */
+const HELPERS = [
+  'sales.product_days_order(bigint, timestamptz, text, integer)',
+  'sales.product_days_add(timestamptz, bigint, text, bigint, numeric)',
+];
+
+export function productDays(role: string): Migration {
+  const reader = sql.id(role);
+  return {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await sql`
+        create table sales.product_days (
+          day timestamptz not null,
+          product_id bigint not null,
+          status text not null,
+          units bigint not null,
+          revenue numeric(18, 2) not null,
+          primary key (day, product_id, status)
+        )`.execute(db);
+      // One item in or out of the (day, product, status) its order puts it in.
+      await sql`
+        create function sales.product_days_add(p_day timestamptz, p_product bigint, p_status text, p_units bigint, p_revenue numeric)
+        returns void language sql as $$
+          insert into sales.product_days (day, product_id, status, units, revenue)
+          values (p_day, p_product, p_status, p_units, p_revenue)
+          on conflict (day, product_id, status) do update
+            set units = sales.product_days.units + excluded.units,
+                revenue = sales.product_days.revenue + excluded.revenue;
+        $$`.execute(db);
+      // All the items of one order in or out (p_sign 1 or -1) of the day and status given.
+      await sql`
+        create function sales.product_days_order(p_order bigint, p_at timestamptz, p_status text, p_sign integer)
+        returns void language plpgsql as $$
+        begin
+          perform sales.product_days_add(date_trunc('day', p_at, 'UTC'), i.product_id, p_status,
+                                         p_sign * i.quantity, p_sign * i.quantity * i.unit_price)
+             from sales.order_items i where i.order_id = p_order;
+        end $$`.execute(db);
+      // Items: the order is looked up for its day and status. An item deleted with its order (the
+      // foreign key cascades) finds no order; product_days_order_deleted took it out already.
+      await sql`
+        create function sales.product_days_items() returns trigger language plpgsql as $$
+        declare
+          o record;
+        begin
+          if tg_op in ('UPDATE', 'DELETE') then
+            select ordered_at, status into o from sales.orders where id = old.order_id;
+            if found then
+              perform sales.product_days_add(date_trunc('day', o.ordered_at, 'UTC'), old.product_id, o.status,
+                                             -old.quantity, -(old.quantity * old.unit_price));
+            end if;
+          end if;
+          if tg_op in ('INSERT', 'UPDATE') then
+            select ordered_at, status into o from sales.orders where id = new.order_id;
+            if found then
+              perform sales.product_days_add(date_trunc('day', o.ordered_at, 'UTC'), new.product_id, o.status,
+                                             new.quantity, new.quantity * new.unit_price);
+            end if;
+          end if;
+          return null;
+        end $$`.execute(db);
+      // An order that moves to another UTC day or status moves its items with it.
+      await sql`
+        create function sales.product_days_orders() returns trigger language plpgsql as $$
+        begin
+          if date_trunc('day', old.ordered_at, 'UTC') = date_trunc('day', new.ordered_at, 'UTC')
+             and old.status = new.status and old.id = new.id then
+            return null;
+          end if;
+          perform sales.product_days_order(old.id, old.ordered_at, old.status, -1);
+          perform sales.product_days_order(new.id, new.ordered_at, new.status, 1);
+          return null;
+        end $$`.execute(db);
+      // Before an order goes, while its items can still be read: they leave with it.
+      await sql`
+        create function sales.product_days_order_deleted() returns trigger language plpgsql as $$
+        begin
+          perform sales.product_days_order(old.id, old.ordered_at, old.status, -1);
+          return old;
+        end $$`.execute(db);
+      await sql`
+        create function sales.product_days_truncate() returns trigger language plpgsql as $$
+        begin
+          truncate sales.product_days;
+          return null;
+        end $$`.execute(db);
+      await sql`
+        create function sales.product_days_rebuild() returns void language sql as $$
+          delete from sales.product_days;
+          insert into sales.product_days (day, product_id, status, units, revenue)
+          select date_trunc('day', o.ordered_at, 'UTC'), i.product_id, o.status, sum(i.quantity), sum(i.quantity * i.unit_price)
+            from sales.orders o join sales.order_items i on i.order_id = o.id
+           group by 1, 2, 3;
+        $$`.execute(db);
+      // As the hourly rollup's (0006): run as their owner, so a writer needs no rights on the rollup.
+      for (const fn of FUNCTIONS) {
+        await sql`alter function ${sql.id('sales', fn)}() security definer set search_path = pg_catalog, sales`.execute(
+          db,
+        );
+        await sql`revoke execute on function ${sql.id('sales', fn)}() from public`.execute(db);
+      }
+      for (const helper of HELPERS) await sql`revoke execute on function ${sql.raw(helper)} from public`.execute(db);
+      await sql`
+        create trigger order_items_product_days after insert or delete or update
+        on sales.order_items for each row execute function sales.product_days_items()`.execute(db);
+      await sql`
+        create trigger orders_product_days after update of id, ordered_at, status
+        on sales.orders for each row execute function sales.product_days_orders()`.execute(db);
+      await sql`
+        create trigger orders_product_days_delete before delete
+        on sales.orders for each row execute function sales.product_days_order_deleted()`.execute(db);
+      for (const table of ['orders', 'order_items']) {
+        await sql`
+          create trigger ${sql.id(`${table}_product_days_truncate`)} after truncate on ${sql.id('sales', table)}
+          for each statement execute function sales.product_days_truncate()`.execute(db);
+      }
+      await sql`select sales.product_days_rebuild()`.execute(db);
+      await sql`
+        create view reporting.product_days as
+        select day, product_id, status, units, revenue from sales.product_days where units > 0`.execute(db);
+      await sql`revoke all on reporting.product_days from public`.execute(db);
+      await sql`grant select (day, product_id, status, units, revenue) on reporting.product_days to ${reader}`.execute(
+        db,
+      );
+    },
+    async down(db: Kysely<unknown>): Promise<void> {
+      await sql`drop view reporting.product_days`.execute(db);
+      for (const table of ['orders', 'order_items']) {
+        await sql`drop trigger ${sql.id(`${table}_product_days_truncate`)} on ${sql.id('sales', table)}`.execute(db);
+      }
+      await sql`drop trigger orders_product_days_delete on sales.orders`.execute(db);
+      await sql`drop trigger orders_product_days on sales.orders`.execute(db);
+      await sql`drop trigger order_items_product_days on sales.order_items`.execute(db);
+      for (const fn of [...FUNCTIONS, 'product_days_rebuild']) {
+        await sql`drop function ${sql.id('sales', fn)}()`.execute(db);
+      }
+      for (const helper of HELPERS) await sql`drop function ${sql.raw(helper)}`.execute(db);
+      await sql`drop table sales.product_days`.execute(db);
+    },
+  };
+}

@@ -1,0 +1,175 @@
+/**
+ * The daily product rollup follows every change to order items and to their orders, in the same
+ * transaction; and top products read through it give exactly what the items give, in every zone,
+ * where the whole UTC days come from the rollup and the hours around them from the items.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHarness, structured, type Harness } from './support/harness.js';
+import { createScratchDatabase, type ScratchDatabase } from './support/scratch.js';
+
+let scratch: ScratchDatabase;
+const harnesses = new Map<string, Harness>();
+
+// Whole-hour, half-hour and 45-minute offsets; Berlin and Lord Howe change their clocks inside the ranges.
+const ZONES = ['UTC', 'Europe/Berlin', 'Asia/Kolkata', 'America/St_Johns', 'Pacific/Chatham', 'Australia/Lord_Howe'];
+const RANGES = [
+  { start_date: '2025-03-01', end_date: '2025-03-31' },
+  { start_date: '2025-03-30', end_date: '2025-03-30' }, // 23 hours long in Berlin
+  { start_date: '2025-04-06', end_date: '2025-04-06' }, // Lord Howe leaves summer time: 24.5 hours
+  { start_date: '2025-02-01', end_date: '2025-05-01' },
+];
+
+beforeAll(async () => {
+  // About 27 orders a day, so that the few hours at either end of a range hold orders too.
+  scratch = await createScratchDatabase('product_days_check', { orders: 20_000, until: '2025-05-31' });
+  for (const timeZone of ZONES) harnesses.set(timeZone, await startHarness({ readerUrl: scratch.readerUrl, timeZone }));
+});
+afterAll(async () => {
+  for (const harness of harnesses.values()) await harness.close();
+  await scratch.drop();
+});
+
+interface Row {
+  day: string;
+  product_id: string;
+  status: string;
+  units: string;
+  revenue: string;
+}
+
+/** The rollup's rows, and the same sums straight from the items, both sorted. */
+async function rollupAndItems(): Promise<{ rollup: Row[]; items: Row[] }> {
+  const rollup = await scratch.admin.query<Row>(
+    `select day::text, product_id::text, status, units::text, revenue::text from sales.product_days
+      where units <> 0 or revenue <> 0 order by 1, 2, 3`,
+  );
+  const items = await scratch.admin.query<Row>(
+    `select date_trunc('day', o.ordered_at, 'UTC')::text as day, i.product_id::text, o.status,
+            sum(i.quantity)::text as units, sum(i.quantity * i.unit_price)::text as revenue
+       from sales.orders o join sales.order_items i on i.order_id = o.id
+      group by 1, 2, 3 order by 1, 2, 3`,
+  );
+  return { rollup: rollup.rows, items: items.rows };
+}
+
+interface Product {
+  sku: string;
+  units: number;
+  revenue: number;
+}
+
+/** Top products by revenue computed from the items, with the range read in the zone by PostgreSQL. */
+async function fromItems(range: { start_date: string; end_date: string }, timeZone: string): Promise<Product[]> {
+  const { rows } = await scratch.admin.query<{ sku: string; units: string; revenue: string }>(
+    `select p.sku, sum(i.quantity)::text as units, round(sum(i.quantity * i.unit_price), 2)::text as revenue
+       from sales.orders o join sales.order_items i on i.order_id = o.id join sales.products p on p.id = i.product_id
+      where o.ordered_at >= ($1::timestamp at time zone $3)
+        and o.ordered_at < (($2::date + 1)::timestamp at time zone $3)
+        and o.status not in ('cancelled', 'refunded')
+      group by p.sku order by sum(i.quantity * i.unit_price) desc, sum(i.quantity) desc, p.sku`,
+    [range.start_date, range.end_date, timeZone],
+  );
+  return rows.map((r) => ({ sku: r.sku, units: Number(r.units), revenue: Number(r.revenue) }));
+}
+
+async function served(range: { start_date: string; end_date: string }, timeZone: string): Promise<Product[]> {
+  const result = structured<{ rows: Product[] }>(
+    await harnesses.get(timeZone)!.call('query_top_products', { ...range, limit: 100 }),
+  );
+  return result.rows.map((r) => ({ sku: r.sku, units: r.units, revenue: r.revenue }));
+}
+
+describe('top products through the daily rollup', () => {
+  for (const timeZone of ZONES) {
+    it(`give what the items give, in ${timeZone}`, async () => {
+      for (const range of RANGES) {
+        const expected = await fromItems(range, timeZone);
+        expect(expected.length, JSON.stringify(range)).toBeGreaterThan(0);
+        expect(await served(range, timeZone), `${timeZone} ${JSON.stringify(range)}`).toEqual(expected.slice(0, 100));
+      }
+    });
+  }
+
+  it('read whole UTC days from the rollup: a rollup changed behind the triggers shows in the answer', async () => {
+    const range = { start_date: '2025-03-10', end_date: '2025-03-10' };
+    const before = await served(range, 'UTC');
+    const top = before[0]!;
+    await scratch.admin.query(
+      `update sales.product_days set units = units + 1000
+        where day = '2025-03-10T00:00:00Z' and product_id = (select id from sales.products where sku = $1) and status = 'paid'`,
+      [top.sku],
+    );
+    try {
+      const after = await served(range, 'UTC');
+      expect(after.find((p) => p.sku === top.sku)?.units).toBe(top.units + 1000);
+    } finally {
+      await scratch.admin.query('select sales.product_days_rebuild()');
+    }
+    expect(await served(range, 'UTC')).toEqual(before);
+  });
+});
+
+describe('the daily product rollup', () => {
+  it('agrees with the items after the seed', async () => {
+    const { rollup, items } = await rollupAndItems();
+    expect(items.length).toBeGreaterThan(1000);
+    expect(rollup).toEqual(items);
+  });
+
+  it('follows items added, changed, moved and deleted, and orders that change day or status or go', async () => {
+    const order = (id: number, status: string, at: string): string => `(${id}, 1, '${status}', '${at}', 0)`;
+    await scratch.admin.query(
+      `insert into sales.orders (id, customer_id, status, ordered_at, total_amount) values
+        ${order(900001, 'paid', '2025-03-10T23:59:59Z')}, ${order(900002, 'pending', '2025-03-11T00:00:00Z')}`,
+    );
+    await scratch.admin.query(
+      `insert into sales.order_items (order_id, product_id, quantity, unit_price) values
+        (900001, 1, 2, 10.50), (900001, 2, 1, 3.33), (900002, 1, 5, 10.50), (900002, 3, 1, 0.01)`,
+    );
+    await scratch.admin.query('update sales.order_items set quantity = 7 where order_id = 900001 and product_id = 1');
+    await scratch.admin.query(
+      'update sales.order_items set unit_price = 9.99 where order_id = 900002 and product_id = 1',
+    );
+    await scratch.admin.query('update sales.order_items set product_id = 4 where order_id = 900001 and product_id = 2');
+    await scratch.admin.query(
+      'update sales.order_items set order_id = 900002 where order_id = 900001 and product_id = 4',
+    );
+    await scratch.admin.query("update sales.orders set status = 'refunded' where id = 900001");
+    await scratch.admin.query("update sales.orders set ordered_at = '2025-03-12T00:00:00Z' where id = 900002");
+    await scratch.admin.query(
+      "update sales.orders set status = 'shipped', ordered_at = '2025-01-01T12:00:00Z' where id = 900002",
+    );
+    await scratch.admin.query('delete from sales.order_items where order_id = 900002 and product_id = 3');
+    // Orders deleted with their items (the foreign key cascades), and a batch touching many orders at once.
+    await scratch.admin.query(
+      "delete from sales.orders where id in (select id from sales.orders where status = 'shipped' and ordered_at >= '2025-03-01' order by id limit 5)",
+    );
+    await scratch.admin.query(
+      "update sales.orders set status = 'cancelled' where id in (select id from sales.orders where status = 'paid' and ordered_at >= '2025-04-01' order by id limit 20)",
+    );
+    const { rollup, items } = await rollupAndItems();
+    expect(rollup).toEqual(items);
+    // And so do the answers, in a zone that reads the edges from the items.
+    expect(await served(RANGES[0]!, 'Europe/Berlin')).toEqual(
+      (await fromItems(RANGES[0]!, 'Europe/Berlin')).slice(0, 100),
+    );
+  });
+
+  it('is rolled back with the transaction that changed the items', async () => {
+    const before = await rollupAndItems();
+    await scratch.admin.query('begin');
+    await scratch.admin.query(
+      "insert into sales.order_items (order_id, product_id, quantity, unit_price) select id, 150, 3, 1 from sales.orders where status = 'paid' order by id limit 10 on conflict do nothing",
+    );
+    await scratch.admin.query('rollback');
+    expect(await rollupAndItems()).toEqual(before);
+  });
+
+  it('can be rebuilt, and is emptied by a truncate', async () => {
+    const before = await rollupAndItems();
+    await scratch.admin.query('select sales.product_days_rebuild()');
+    expect(await rollupAndItems()).toEqual(before);
+    await scratch.admin.query('truncate sales.order_items');
+    expect((await rollupAndItems()).rollup).toEqual([]);
+  });
+});
