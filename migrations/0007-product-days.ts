@@ -5,6 +5,7 @@
  * days; a range in another zone reads its partial first and last UTC day from the items themselves.
  */
 import { sql, type Kysely, type Migration } from 'kysely';
+import { dropEmptiedWith, emptiedWith, exposeToReader, runAsOwner } from './rollup-support.js';
 
 const FUNCTIONS = ['product_days_items', 'product_days_orders', 'product_days_order_deleted', 'product_days_truncate'];
 /** Called only from the trigger functions above, which run as the owner. */
@@ -14,7 +15,6 @@ const HELPERS = [
 ];
 
 export function productDays(role: string): Migration {
-  const reader = sql.id(role);
   return {
     async up(db: Kysely<unknown>): Promise<void> {
       await sql`
@@ -102,13 +102,7 @@ export function productDays(role: string): Migration {
            group by 1, 2, 3;
         $$`.execute(db);
       // As the hourly rollup's (0006): run as their owner, so a writer needs no rights on the rollup.
-      for (const fn of FUNCTIONS) {
-        await sql`alter function ${sql.id('sales', fn)}() security definer set search_path = pg_catalog, sales`.execute(
-          db,
-        );
-        await sql`revoke execute on function ${sql.id('sales', fn)}() from public`.execute(db);
-      }
-      for (const helper of HELPERS) await sql`revoke execute on function ${sql.raw(helper)} from public`.execute(db);
+      await runAsOwner(db, FUNCTIONS, HELPERS);
       await sql`
         create trigger order_items_product_days after insert or delete or update
         on sales.order_items for each row execute function sales.product_days_items()`.execute(db);
@@ -118,25 +112,13 @@ export function productDays(role: string): Migration {
       await sql`
         create trigger orders_product_days_delete before delete
         on sales.orders for each row execute function sales.product_days_order_deleted()`.execute(db);
-      for (const table of ['orders', 'order_items']) {
-        await sql`
-          create trigger ${sql.id(`${table}_product_days_truncate`)} after truncate on ${sql.id('sales', table)}
-          for each statement execute function sales.product_days_truncate()`.execute(db);
-      }
+      await emptiedWith(db, 'product_days', ['orders', 'order_items']);
       await sql`select sales.product_days_rebuild()`.execute(db);
-      await sql`
-        create view reporting.product_days as
-        select day, product_id, status, units, revenue from sales.product_days where units > 0`.execute(db);
-      await sql`revoke all on reporting.product_days from public`.execute(db);
-      await sql`grant select (day, product_id, status, units, revenue) on reporting.product_days to ${reader}`.execute(
-        db,
-      );
+      await exposeToReader(db, 'product_days', ['day', 'product_id', 'status', 'units', 'revenue'], 'units > 0', role);
     },
     async down(db: Kysely<unknown>): Promise<void> {
       await sql`drop view reporting.product_days`.execute(db);
-      for (const table of ['orders', 'order_items']) {
-        await sql`drop trigger ${sql.id(`${table}_product_days_truncate`)} on ${sql.id('sales', table)}`.execute(db);
-      }
+      await dropEmptiedWith(db, 'product_days', ['orders', 'order_items']);
       await sql`drop trigger orders_product_days_delete on sales.orders`.execute(db);
       await sql`drop trigger orders_product_days on sales.orders`.execute(db);
       await sql`drop trigger order_items_product_days on sales.order_items`.execute(db);

@@ -7,6 +7,7 @@ import { readerColumns } from './0004-reader-columns.js';
 import { orderHours } from './0005-order-hours.js';
 import { rollupHardening } from './0006-rollup-hardening.js';
 import { productDays } from './0007-product-days.js';
+import { regionDays } from './0008-region-days.js';
 
 export function migrations(options: { readerRole: string }): Record<string, Migration> {
   return {
@@ -17,5 +18,6 @@ export function migrations(options: { readerRole: string }): Record<string, Migr
     '0005-order-hours': orderHours(options.readerRole),
     '0006-rollup-hardening': rollupHardening(options.readerRole),
     '0007-product-days': productDays(options.readerRole),
+    '0008-region-days': regionDays(options.readerRole),
   };
 }

@@ -13,12 +13,14 @@
  * In a zone whose offset is a whole number of hours, day, week and month read the hourly rollup
  * "reporting"."order_hours" instead (sum of order_count and total_amount per hour and status), which
  * triggers keep exact: the same figures from at most 24 x 90 x 5 rows, however many orders there are.
- * By region the orders are joined to "reporting"."customers"; by category the sums run over
+ * By region, the whole UTC days of the range come from the daily rollup "reporting"."region_days"
+ * (orders and amounts per day, customer region and status) and the hours around them from the orders
+ * joined to "reporting"."customers" (see netOrdersByRegionInRange). By category the sums run over
  * "reporting"."order_items" joined to "reporting"."products", counting distinct orders.
  */
 import { sql } from 'kysely';
 import { z } from 'zod';
-import { orderHoursInRange, ordersInRange, rollupCovers } from '../src/db/range-sql.js';
+import { netOrdersByRegionInRange, orderHoursInRange, ordersInRange, rollupCovers } from '../src/db/range-sql.js';
 import { NON_REVENUE_STATUSES, oneOf } from '../src/lib/arguments.js';
 import { checkDateRange, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
 import { count, echoRange, money, rangeEcho, rowsEnvelope } from '../src/lib/result-shape.js';
@@ -81,15 +83,17 @@ export const querySales = defineTemplate({
     const orders = ordersInRange(db, range, ctx.timeZone).where('o.status', 'not in', NON_REVENUE_STATUSES);
     switch (args.group_by) {
       case 'region':
-        return orders
-          .innerJoin('reporting.customers as c', 'c.id', 'o.customer_id')
+        return db
+          .selectFrom(netOrdersByRegionInRange(db, range, ctx.timeZone).as('parts'))
           .select((eb) => [
-            'c.region as group_key',
-            eb.fn.countAll().as('order_count'),
-            sql<string>`round(sum(${eb.ref('o.total_amount')}), 2)`.as('revenue'),
-            sql<string>`round(sum(${eb.ref('o.total_amount')}) / count(*), 2)`.as('avg_order_value'),
+            'parts.region as group_key',
+            sql<string>`sum(${eb.ref('parts.order_count')})`.as('order_count'),
+            sql<string>`round(sum(${eb.ref('parts.total_amount')}), 2)`.as('revenue'),
+            sql<string>`round(sum(${eb.ref('parts.total_amount')}) / sum(${eb.ref('parts.order_count')}), 2)`.as(
+              'avg_order_value',
+            ),
           ])
-          .groupBy('c.region')
+          .groupBy('parts.region')
           .orderBy('revenue', 'desc')
           .orderBy('group_key');
       case 'category':

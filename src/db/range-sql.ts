@@ -46,27 +46,47 @@ export function orderHoursInRange(db: Kysely<ReportingDatabase>, range: Resolved
 }
 
 /**
- * Net order items in the range, as (product_id, units, revenue) parts to be summed per product: the
- * whole UTC days inside the range from the daily rollup, and the hours before the first and after
- * the last whole UTC day (none in UTC) from the items themselves. The three pieces tile
- * [start, end) exactly in any zone: [start, m1) from items, [first, last) from the rollup, [m2, end)
- * from items, where first and last are the first and last UTC midnights inside the range,
- * m1 = least(first, end) and m2 = greatest(last, m1).
+ * A range cut where the daily rollups can take over: [start, m1) and [m2, end) are read from the
+ * orders, the whole UTC days [first, last) from a rollup. first and last are the first and last UTC
+ * midnights inside the range; m1 = least(first, end) and m2 = greatest(last, m1), so that the three
+ * pieces tile [start, end) exactly in any zone, and both order pieces are empty in UTC.
  */
-export function netItemsInRange(db: Kysely<ReportingDatabase>, range: ResolvedRange, timeZone: string) {
+interface UtcDayCut {
+  readonly start: RawBuilder<Date>;
+  readonly m1: RawBuilder<Date>;
+  readonly first: RawBuilder<Date>;
+  readonly last: RawBuilder<Date>;
+  readonly m2: RawBuilder<Date>;
+  readonly end: RawBuilder<Date>;
+}
+
+function utcDayCut(range: ResolvedRange, timeZone: string): UtcDayCut {
   const start = startOfDay(range.startDate, timeZone);
   const end = startOfDay(range.endExclusive, timeZone);
   const first = sql<Date>`date_trunc('day', ${start} + interval '1 day' - interval '1 microsecond', 'UTC')`;
   const last = sql<Date>`date_trunc('day', ${end}, 'UTC')`;
   const m1 = sql<Date>`least(${first}, ${end})`;
-  const m2 = sql<Date>`greatest(${last}, ${m1})`;
+  return { start, m1, first, last, m2: sql<Date>`greatest(${last}, ${m1})`, end };
+}
+
+/** Net orders in [from, to), aliased `o`. */
+function netOrdersBetween(db: Kysely<ReportingDatabase>, from: RawBuilder<Date>, to: RawBuilder<Date>) {
+  return db
+    .selectFrom('reporting.orders as o')
+    .where('o.ordered_at', '>=', from)
+    .where('o.ordered_at', '<', to)
+    .where('o.status', 'not in', NON_REVENUE_STATUSES);
+}
+
+/**
+ * Net order items in the range, as (product_id, units, revenue) parts to be summed per product: the
+ * whole UTC days from the daily product rollup, the hours around them from the items.
+ */
+export function netItemsInRange(db: Kysely<ReportingDatabase>, range: ResolvedRange, timeZone: string) {
+  const cut = utcDayCut(range, timeZone);
   const fromItems = (from: RawBuilder<Date>, to: RawBuilder<Date>) =>
-    db
-      .selectFrom('reporting.orders as o')
+    netOrdersBetween(db, from, to)
       .innerJoin('reporting.order_items as oi', 'oi.order_id', 'o.id')
-      .where('o.ordered_at', '>=', from)
-      .where('o.ordered_at', '<', to)
-      .where('o.status', 'not in', NON_REVENUE_STATUSES)
       .select((eb) => [
         'oi.product_id',
         sql<string>`${eb.ref('oi.quantity')}::bigint`.as('units'),
@@ -74,14 +94,42 @@ export function netItemsInRange(db: Kysely<ReportingDatabase>, range: ResolvedRa
       ]);
   return db
     .selectFrom('reporting.product_days as d')
-    .where('d.day', '>=', first)
-    .where('d.day', '<', last)
+    .where('d.day', '>=', cut.first)
+    .where('d.day', '<', cut.last)
     .where('d.status', 'not in', NON_REVENUE_STATUSES)
     .select((eb) => [
       'd.product_id',
       sql<string>`${eb.ref('d.units')}`.as('units'),
       sql<string>`${eb.ref('d.revenue')}`.as('revenue'),
     ])
-    .unionAll(fromItems(start, m1))
-    .unionAll(fromItems(m2, end));
+    .unionAll(fromItems(cut.start, cut.m1))
+    .unionAll(fromItems(cut.m2, cut.end));
+}
+
+/**
+ * Net orders in the range, as (region, order_count, total_amount) parts to be summed per region: the
+ * whole UTC days from the daily region rollup, the hours around them from the orders.
+ */
+export function netOrdersByRegionInRange(db: Kysely<ReportingDatabase>, range: ResolvedRange, timeZone: string) {
+  const cut = utcDayCut(range, timeZone);
+  const fromOrders = (from: RawBuilder<Date>, to: RawBuilder<Date>) =>
+    netOrdersBetween(db, from, to)
+      .innerJoin('reporting.customers as c', 'c.id', 'o.customer_id')
+      .select((eb) => [
+        'c.region',
+        sql<string>`1::bigint`.as('order_count'),
+        sql<string>`${eb.ref('o.total_amount')}`.as('total_amount'),
+      ]);
+  return db
+    .selectFrom('reporting.region_days as r')
+    .where('r.day', '>=', cut.first)
+    .where('r.day', '<', cut.last)
+    .where('r.status', 'not in', NON_REVENUE_STATUSES)
+    .select((eb) => [
+      'r.region',
+      sql<string>`${eb.ref('r.order_count')}`.as('order_count'),
+      sql<string>`${eb.ref('r.total_amount')}`.as('total_amount'),
+    ])
+    .unionAll(fromOrders(cut.start, cut.m1))
+    .unionAll(fromOrders(cut.m2, cut.end));
 }

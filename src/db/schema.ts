@@ -59,6 +59,15 @@ export interface ReportingProductDays {
   revenue: Numeric;
 }
 
+/** Orders per UTC day, customer region and status, kept by triggers (migration 0008). */
+export interface ReportingRegionDays {
+  day: ReadOnly<Date>;
+  region: ReadOnly<string>;
+  status: ReadOnly<string>;
+  order_count: Int8;
+  total_amount: Numeric;
+}
+
 export interface ReportingDatabase {
   'reporting.orders': ReportingOrders;
   'reporting.order_items': ReportingOrderItems;
@@ -66,6 +75,7 @@ export interface ReportingDatabase {
   'reporting.customers': ReportingCustomers;
   'reporting.order_hours': ReportingOrderHours;
   'reporting.product_days': ReportingProductDays;
+  'reporting.region_days': ReportingRegionDays;
 }
 
 /** "table.column" for every column the reader can read. */

@@ -32,12 +32,14 @@ export const DEFAULT_SEED_ORDERS = 50_000;
 const SPAN_DAYS = 730;
 const PRODUCT_COUNT = 150;
 const DAY_MS = 86_400_000;
-/** The row triggers that keep the rollups (migrations 0005 and 0007); off while loading, then rebuilt. */
+/** The row triggers that keep the rollups (migrations 0005, 0007, 0008); off while loading, then rebuilt. */
 const ROLLUP_TRIGGERS = [
   ['sales.orders', 'orders_order_hours'],
   ['sales.orders', 'orders_product_days'],
   ['sales.orders', 'orders_product_days_delete'],
   ['sales.order_items', 'order_items_product_days'],
+  ['sales.orders', 'orders_region_days'],
+  ['sales.customers', 'customers_region_days'],
 ] as const;
 
 /** mulberry32: small, fast and good enough for demo data; the same seed gives the same sequence. */
@@ -305,7 +307,7 @@ export async function seedDatabase(adminUrl: string, options: SeedOptions, logge
     );
 
     for (const statement of deferred) await client.query(statement);
-    await client.query('select sales.order_hours_rebuild(), sales.product_days_rebuild()');
+    await client.query('select sales.order_hours_rebuild(), sales.product_days_rebuild(), sales.region_days_rebuild()');
     for (const [table, trigger] of ROLLUP_TRIGGERS)
       await client.query(`alter table ${table} enable trigger ${trigger}`);
     for (const table of ['customers', 'products', 'orders']) {
@@ -326,7 +328,7 @@ export async function seedDatabase(adminUrl: string, options: SeedOptions, logge
   await vacuum.connect();
   try {
     await vacuum.query(
-      'vacuum (analyze) sales.customers, sales.products, sales.orders, sales.order_items, sales.order_hours, sales.product_days',
+      'vacuum (analyze) sales.customers, sales.products, sales.orders, sales.order_items, sales.order_hours, sales.product_days, sales.region_days',
     );
   } finally {
     await vacuum.end();

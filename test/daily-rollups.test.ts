@@ -1,7 +1,7 @@
 /**
- * The daily product rollup follows every change to order items and to their orders, in the same
- * transaction; and top products read through it give exactly what the items give, in every zone,
- * where the whole UTC days come from the rollup and the hours around them from the items.
+ * The daily rollups (products, regions) follow every change to the rows they sum, in the same
+ * transaction; and the tools that read them give exactly what the raw rows give, in every zone,
+ * where the whole UTC days come from a rollup and the hours around them from the orders and items.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, structured, type Harness } from './support/harness.js';
@@ -21,7 +21,7 @@ const RANGES = [
 
 beforeAll(async () => {
   // About 27 orders a day, so that the few hours at either end of a range hold orders too.
-  scratch = await createScratchDatabase('product_days_check', { orders: 20_000, until: '2025-05-31' });
+  scratch = await createScratchDatabase('daily_rollups_check', { orders: 20_000, until: '2025-05-31' });
   for (const timeZone of ZONES) harnesses.set(timeZone, await startHarness({ readerUrl: scratch.readerUrl, timeZone }));
 });
 afterAll(async () => {
@@ -171,5 +171,142 @@ describe('the daily product rollup', () => {
     expect(await rollupAndItems()).toEqual(before);
     await scratch.admin.query('truncate sales.order_items');
     expect((await rollupAndItems()).rollup).toEqual([]);
+  });
+});
+
+interface RegionRow {
+  day: string;
+  region: string;
+  status: string;
+  n: string;
+  amount: string;
+}
+
+async function regionRollupAndOrders(): Promise<{ rollup: RegionRow[]; orders: RegionRow[] }> {
+  const rollup = await scratch.admin.query<RegionRow>(
+    `select day::text, region, status, order_count::text as n, total_amount::text as amount from sales.region_days
+      where order_count <> 0 or total_amount <> 0 order by 1, 2, 3`,
+  );
+  const orders = await scratch.admin.query<RegionRow>(
+    `select date_trunc('day', o.ordered_at, 'UTC')::text as day, c.region, o.status,
+            count(*)::text as n, sum(o.total_amount)::text as amount
+       from sales.orders o join sales.customers c on c.id = o.customer_id
+      group by 1, 2, 3 order by 1, 2, 3`,
+  );
+  return { rollup: rollup.rows, orders: orders.rows };
+}
+
+interface Region {
+  region: string;
+  order_count: number;
+  revenue: number;
+  avg_order_value: number;
+}
+
+/** Net sales by region computed from the orders, with the range read in the zone by PostgreSQL. */
+async function regionsFromOrders(range: { start_date: string; end_date: string }, timeZone: string): Promise<Region[]> {
+  const { rows } = await scratch.admin.query<{ region: string; n: string; revenue: string; avg: string }>(
+    `select c.region, count(*)::text as n, round(sum(o.total_amount), 2)::text as revenue,
+            round(sum(o.total_amount) / count(*), 2)::text as avg
+       from sales.orders o join sales.customers c on c.id = o.customer_id
+      where o.ordered_at >= ($1::timestamp at time zone $3)
+        and o.ordered_at < (($2::date + 1)::timestamp at time zone $3)
+        and o.status not in ('cancelled', 'refunded')
+      group by c.region order by sum(o.total_amount) desc, c.region`,
+    [range.start_date, range.end_date, timeZone],
+  );
+  return rows.map((r) => ({
+    region: r.region,
+    order_count: Number(r.n),
+    revenue: Number(r.revenue),
+    avg_order_value: Number(r.avg),
+  }));
+}
+
+async function regionsServed(range: { start_date: string; end_date: string }, timeZone: string): Promise<Region[]> {
+  return structured<{ rows: Region[] }>(
+    await harnesses.get(timeZone)!.call('query_sales', { ...range, group_by: 'region' }),
+  ).rows;
+}
+
+describe('sales by region through the daily rollup', () => {
+  for (const timeZone of ZONES) {
+    it(`give what the orders give, in ${timeZone}`, async () => {
+      for (const range of RANGES) {
+        const expected = await regionsFromOrders(range, timeZone);
+        expect(expected.length, JSON.stringify(range)).toBeGreaterThan(0);
+        expect(await regionsServed(range, timeZone), `${timeZone} ${JSON.stringify(range)}`).toEqual(expected);
+      }
+    });
+  }
+
+  it('read whole UTC days from the rollup: a rollup changed behind the triggers shows in the answer', async () => {
+    const range = { start_date: '2025-03-10', end_date: '2025-03-10' };
+    const before = await regionsServed(range, 'UTC');
+    const top = before[0]!;
+    await scratch.admin.query(
+      `update sales.region_days set order_count = order_count + 1000
+        where day = '2025-03-10T00:00:00Z' and region = $1 and status = (
+          select status from sales.region_days where day = '2025-03-10T00:00:00Z' and region = $1
+             and status not in ('cancelled', 'refunded') limit 1)`,
+      [top.region],
+    );
+    try {
+      const after = await regionsServed(range, 'UTC');
+      expect(after.find((r) => r.region === top.region)?.order_count).toBe(top.order_count + 1000);
+    } finally {
+      await scratch.admin.query('select sales.region_days_rebuild()');
+    }
+    expect(await regionsServed(range, 'UTC')).toEqual(before);
+  });
+});
+
+describe('the daily region rollup', () => {
+  it('agrees with the orders after the seed', async () => {
+    const { rollup, orders } = await regionRollupAndOrders();
+    expect(orders.length).toBeGreaterThan(1000);
+    expect(rollup).toEqual(orders);
+  });
+
+  it('follows orders added, changed and deleted, and customers who move', async () => {
+    await scratch.admin.query(
+      `insert into sales.orders (id, customer_id, status, ordered_at, total_amount) values
+        (910001, 1, 'paid', '2025-03-10T23:59:59Z', 12.34), (910002, 2, 'pending', '2025-03-11T00:00:00Z', 5)`,
+    );
+    await scratch.admin.query("update sales.orders set status = 'refunded' where id = 910001");
+    await scratch.admin.query(
+      "update sales.orders set ordered_at = '2025-03-12T00:00:00Z', total_amount = 6 where id = 910002",
+    );
+    await scratch.admin.query('update sales.orders set customer_id = 3 where id = 910002');
+    await scratch.admin.query('delete from sales.orders where id = 910001');
+    // A customer with many orders moves region; another keeps theirs (an update of the same value).
+    const { rows } = await scratch.admin.query<{ id: string; region: string }>(
+      'select c.id::text, c.region from sales.customers c where exists (select 1 from sales.orders o where o.customer_id = c.id) order by c.id limit 2',
+    );
+    await scratch.admin.query(
+      "update sales.customers set region = case when region = 'Europe' then 'Africa' else 'Europe' end where id = $1",
+      [rows[0]!.id],
+    );
+    await scratch.admin.query('update sales.customers set region = region where id = $1', [rows[1]!.id]);
+    await scratch.admin.query(
+      "delete from sales.orders where id in (select id from sales.orders where status = 'shipped' and ordered_at >= '2025-03-01' order by id limit 5)",
+    );
+    const { rollup, orders } = await regionRollupAndOrders();
+    expect(rollup).toEqual(orders);
+    expect(await regionsServed(RANGES[0]!, 'Asia/Kolkata')).toEqual(
+      await regionsFromOrders(RANGES[0]!, 'Asia/Kolkata'),
+    );
+  });
+
+  it('is rolled back with the transaction, can be rebuilt, and is emptied by a truncate', async () => {
+    const before = await regionRollupAndOrders();
+    await scratch.admin.query('begin');
+    await scratch.admin.query("update sales.customers set region = 'Antarctica' where id <= 50");
+    await scratch.admin.query('rollback');
+    expect(await regionRollupAndOrders()).toEqual(before);
+    await scratch.admin.query('select sales.region_days_rebuild()');
+    expect(await regionRollupAndOrders()).toEqual(before);
+    await scratch.admin.query('truncate sales.order_items, sales.orders');
+    expect((await regionRollupAndOrders()).rollup).toEqual([]);
   });
 });

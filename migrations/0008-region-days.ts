@@ -1,0 +1,106 @@
+/**
+ * A daily rollup of orders by customer region and status, kept exact by triggers in the same
+ * transaction as every change to sales.orders and to a customer's region. Sales by region over 90
+ * days then read at most 90 x regions x 5 rows, however many orders there are. Days are UTC days; a
+ * range in another zone reads its partial first and last UTC day from the orders themselves.
+ */
+import { sql, type Kysely, type Migration } from 'kysely';
+import { dropEmptiedWith, emptiedWith, exposeToReader, runAsOwner } from './rollup-support.js';
+
+/** Trigger functions: they run as the owner, so a writer needs no rights on the rollup. */
+const FUNCTIONS = ['region_days_orders', 'region_days_customers', 'region_days_truncate'];
+/** Called only from the trigger functions. */
+const HELPERS = ['sales.region_days_add(timestamptz, text, text, bigint, numeric)'];
+
+export function regionDays(role: string): Migration {
+  return {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await sql`
+        create table sales.region_days (
+          day timestamptz not null,
+          region text not null,
+          status text not null,
+          order_count bigint not null,
+          total_amount numeric(18, 2) not null,
+          primary key (day, region, status)
+        )`.execute(db);
+      await sql`
+        create function sales.region_days_add(p_day timestamptz, p_region text, p_status text, p_count bigint, p_amount numeric)
+        returns void language sql as $$
+          insert into sales.region_days (day, region, status, order_count, total_amount)
+          values (p_day, p_region, p_status, p_count, p_amount)
+          on conflict (day, region, status) do update
+            set order_count = sales.region_days.order_count + excluded.order_count,
+                total_amount = sales.region_days.total_amount + excluded.total_amount;
+        $$`.execute(db);
+      // An order counts in the region of its customer at the time.
+      await sql`
+        create function sales.region_days_orders() returns trigger language plpgsql as $$
+        begin
+          if tg_op in ('UPDATE', 'DELETE') then
+            perform sales.region_days_add(date_trunc('day', old.ordered_at, 'UTC'), c.region, old.status, -1, -old.total_amount)
+               from sales.customers c where c.id = old.customer_id;
+          end if;
+          if tg_op in ('INSERT', 'UPDATE') then
+            perform sales.region_days_add(date_trunc('day', new.ordered_at, 'UTC'), c.region, new.status, 1, new.total_amount)
+               from sales.customers c where c.id = new.customer_id;
+          end if;
+          return null;
+        end $$`.execute(db);
+      // A customer who moves takes their orders to the new region.
+      await sql`
+        create function sales.region_days_customers() returns trigger language plpgsql as $$
+        begin
+          if old.region is not distinct from new.region and old.id = new.id then
+            return null;
+          end if;
+          perform sales.region_days_add(g.day, old.region, g.status, -g.n, -g.amount),
+                  sales.region_days_add(g.day, new.region, g.status, g.n, g.amount)
+             from (select date_trunc('day', o.ordered_at, 'UTC') as day, o.status, count(*) as n, sum(o.total_amount) as amount
+                     from sales.orders o where o.customer_id = new.id group by 1, 2) g;
+          return null;
+        end $$`.execute(db);
+      await sql`
+        create function sales.region_days_truncate() returns trigger language plpgsql as $$
+        begin
+          truncate sales.region_days;
+          return null;
+        end $$`.execute(db);
+      await sql`
+        create function sales.region_days_rebuild() returns void language sql as $$
+          delete from sales.region_days;
+          insert into sales.region_days (day, region, status, order_count, total_amount)
+          select date_trunc('day', o.ordered_at, 'UTC'), c.region, o.status, count(*), sum(o.total_amount)
+            from sales.orders o join sales.customers c on c.id = o.customer_id
+           group by 1, 2, 3;
+        $$`.execute(db);
+      await runAsOwner(db, FUNCTIONS, HELPERS);
+      await sql`
+        create trigger orders_region_days after insert or delete or update of ordered_at, status, total_amount, customer_id
+        on sales.orders for each row execute function sales.region_days_orders()`.execute(db);
+      await sql`
+        create trigger customers_region_days after update of id, region
+        on sales.customers for each row execute function sales.region_days_customers()`.execute(db);
+      await emptiedWith(db, 'region_days', ['orders', 'customers']);
+      await sql`select sales.region_days_rebuild()`.execute(db);
+      await exposeToReader(
+        db,
+        'region_days',
+        ['day', 'region', 'status', 'order_count', 'total_amount'],
+        'order_count > 0',
+        role,
+      );
+    },
+    async down(db: Kysely<unknown>): Promise<void> {
+      await sql`drop view reporting.region_days`.execute(db);
+      await dropEmptiedWith(db, 'region_days', ['orders', 'customers']);
+      await sql`drop trigger customers_region_days on sales.customers`.execute(db);
+      await sql`drop trigger orders_region_days on sales.orders`.execute(db);
+      for (const fn of [...FUNCTIONS, 'region_days_rebuild']) {
+        await sql`drop function ${sql.id('sales', fn)}()`.execute(db);
+      }
+      for (const helper of HELPERS) await sql`drop function ${sql.raw(helper)}`.execute(db);
+      await sql`drop table sales.region_days`.execute(db);
+    },
+  };
+}
