@@ -32,7 +32,8 @@ export const DEFAULT_SEED_ORDERS = 50_000;
 const SPAN_DAYS = 730;
 const PRODUCT_COUNT = 150;
 const DAY_MS = 86_400_000;
-/** The row triggers that keep the rollups (migrations 0005, 0007, 0008); off while loading, then rebuilt. */
+const HOUR_MS = 3_600_000;
+/** The row triggers that keep the rollups (migrations 0005, 0007, 0008): off while loading, which fills the rollups itself. */
 const ROLLUP_TRIGGERS = [
   ['sales.orders', 'orders_order_hours'],
   ['sales.orders', 'orders_product_days'],
@@ -168,6 +169,41 @@ function itemsOf(index: number, products: readonly Product[]): { product: number
   return [...chosen].map((product) => ({ product, quantity: weighted(rand, [1, 2, 3, 5], [0.6, 0.25, 0.1, 0.05]) }));
 }
 
+type Rollup = 'order_hours' | 'product_days' | 'region_days';
+
+/** Each rollup's columns: its key (UTC hour or day first), then a count and an amount. */
+const ROLLUP_COLUMNS: readonly (readonly [Rollup, string])[] = [
+  ['order_hours', 'hour, status, order_count, total_amount'],
+  ['product_days', 'day, product_id, status, units, revenue'],
+  ['region_days', 'day, region, status, order_count, total_amount'],
+];
+
+/**
+ * The rollups' sums, as the migrations' rebuild functions would make them from the loaded rows (the
+ * tests compare the two): keyed by a tab-separated key whose first field is the hour or day in ms.
+ */
+function createRollupSums(): {
+  add(rollup: Rollup, key: string, count: number, amountCents: number): void;
+  lines(rollup: Rollup): Generator<string>;
+} {
+  const sums = new Map<Rollup, Map<string, [number, number]>>(ROLLUP_COLUMNS.map(([rollup]) => [rollup, new Map()]));
+  return {
+    add: (rollup, key, count, amountCents) => {
+      const sum = sums.get(rollup)!.get(key);
+      if (sum) {
+        sum[0] += count;
+        sum[1] += amountCents;
+      } else sums.get(rollup)!.set(key, [count, amountCents]);
+    },
+    *lines(rollup) {
+      for (const [key, [count, amountCents]] of sums.get(rollup)!) {
+        const tab = key.indexOf('\t');
+        yield `${new Date(Number(key.slice(0, tab))).toISOString()}${key.slice(tab)}\t${count}\t${cents(amountCents)}\n`;
+      }
+    },
+  };
+}
+
 /** Streams COPY text-format lines from a generator into a table. */
 async function copyInto(client: pg.Client, statement: string, lines: () => Generator<string>): Promise<void> {
   function* chunks(): Generator<string> {
@@ -220,6 +256,7 @@ export async function seedDatabase(adminUrl: string, options: SeedOptions, logge
   const rand = prng(0x5eed_0000 ^ options.orders);
   const products = makeProducts();
   const customerCount = Math.max(100, Math.floor(options.orders / 8));
+  const regionOf: string[] = [];
 
   // Order times first, sorted, so that order ids grow with time as they do in a real shop.
   // Density grows over the two years: a mix of uniform and square-root draws.
@@ -268,12 +305,15 @@ export async function seedDatabase(adminUrl: string, options: SeedOptions, logge
           const email = `${first}.${last}${id}@${pick(rand, DOMAINS)}`.toLowerCase();
           const phone = `+1 555 ${String(100 + Math.floor(rand() * 900))}-${String(Math.floor(rand() * 10000)).padStart(4, '0')}`;
           const region = weighted(rand, REGIONS, REGION_WEIGHTS);
+          regionOf[id] = region;
           const created = new Date(start - Math.floor(rand() * 365) * DAY_MS).toISOString();
           yield `${id}\t${first} ${last}\t${email}\t${phone}\t${region}\t${created}\n`;
         }
       },
     );
 
+    // The rollups are summed here as the rows are made, in whole cents, and loaded after them.
+    const rollups = createRollupSums();
     const recent = end - 2 * DAY_MS;
     await copyInto(
       client,
@@ -287,7 +327,14 @@ export async function seedDatabase(adminUrl: string, options: SeedOptions, logge
               ? weighted(rand, ['pending', 'paid', 'cancelled'], [0.5, 0.42, 0.08])
               : weighted(rand, ['pending', 'paid', 'shipped', 'cancelled', 'refunded'], [0.02, 0.38, 0.48, 0.07, 0.05]);
           let total = 0;
-          for (const item of itemsOf(i, products)) total += item.quantity * products[item.product]!.priceCents;
+          const day = Math.floor(at / DAY_MS) * DAY_MS;
+          for (const item of itemsOf(i, products)) {
+            const amount = item.quantity * products[item.product]!.priceCents;
+            total += amount;
+            rollups.add('product_days', `${day}\t${item.product + 1}\t${status}`, item.quantity, amount);
+          }
+          rollups.add('order_hours', `${Math.floor(at / HOUR_MS) * HOUR_MS}\t${status}`, 1, total);
+          rollups.add('region_days', `${day}\t${regionOf[customer]}\t${status}`, 1, total);
           yield `${i + 1}\t${customer}\t${status}\t${new Date(at).toISOString()}\tUSD\t${cents(total)}\n`;
         }
       },
@@ -306,8 +353,11 @@ export async function seedDatabase(adminUrl: string, options: SeedOptions, logge
       },
     );
 
+    await client.query('truncate sales.order_hours, sales.product_days, sales.region_days');
+    for (const [table, columns] of ROLLUP_COLUMNS) {
+      await copyInto(client, `copy sales.${table} (${columns}) from stdin`, () => rollups.lines(table));
+    }
     for (const statement of deferred) await client.query(statement);
-    await client.query('select sales.order_hours_rebuild(), sales.product_days_rebuild(), sales.region_days_rebuild()');
     for (const [table, trigger] of ROLLUP_TRIGGERS)
       await client.query(`alter table ${table} enable trigger ${trigger}`);
     for (const table of ['customers', 'products', 'orders']) {
