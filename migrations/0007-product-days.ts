@@ -45,22 +45,24 @@ export function productDays(role: string): Migration {
                                          p_sign * i.quantity, p_sign * i.quantity * i.unit_price)
              from sales.order_items i where i.order_id = p_order;
         end $$`.execute(db);
-      // Items: the order is looked up for its day and status. An item deleted with its order (the
-      // foreign key cascades) finds no order; product_days_order_deleted took it out already.
+      // Items: the order is looked up for its day and status, and locked FOR SHARE: a transaction that
+      // changes the order's day or status at the same time then waits for this one (or this one for
+      // it), so neither can move the items without seeing the other's. An item deleted with its order
+      // (the foreign key cascades) finds no order; product_days_order_deleted took it out already.
       await sql`
         create function sales.product_days_items() returns trigger language plpgsql as $$
         declare
           o record;
         begin
           if tg_op in ('UPDATE', 'DELETE') then
-            select ordered_at, status into o from sales.orders where id = old.order_id;
+            select ordered_at, status into o from sales.orders where id = old.order_id for share;
             if found then
               perform sales.product_days_add(date_trunc('day', o.ordered_at, 'UTC'), old.product_id, o.status,
                                              -old.quantity, -(old.quantity * old.unit_price));
             end if;
           end if;
           if tg_op in ('INSERT', 'UPDATE') then
-            select ordered_at, status into o from sales.orders where id = new.order_id;
+            select ordered_at, status into o from sales.orders where id = new.order_id for share;
             if found then
               perform sales.product_days_add(date_trunc('day', o.ordered_at, 'UTC'), new.product_id, o.status,
                                              new.quantity, new.quantity * new.unit_price);

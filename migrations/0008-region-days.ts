@@ -33,29 +33,41 @@ export function regionDays(role: string): Migration {
             set order_count = sales.region_days.order_count + excluded.order_count,
                 total_amount = sales.region_days.total_amount + excluded.total_amount;
         $$`.execute(db);
-      // An order counts in the region of its customer at the time.
+      // An order counts in the region of its customer at the time. The customer is locked FOR SHARE, so
+      // that a move to another region at the same time waits for this transaction, or this one for it.
       await sql`
         create function sales.region_days_orders() returns trigger language plpgsql as $$
+        declare
+          r text;
         begin
+          -- Locked first, then used: a locking select re-reads a row it had to wait for, and would
+          -- apply a side effect in its select list twice.
           if tg_op in ('UPDATE', 'DELETE') then
-            perform sales.region_days_add(date_trunc('day', old.ordered_at, 'UTC'), c.region, old.status, -1, -old.total_amount)
-               from sales.customers c where c.id = old.customer_id;
+            select region into r from sales.customers where id = old.customer_id for share;
+            if found then
+              perform sales.region_days_add(date_trunc('day', old.ordered_at, 'UTC'), r, old.status, -1, -old.total_amount);
+            end if;
           end if;
           if tg_op in ('INSERT', 'UPDATE') then
-            perform sales.region_days_add(date_trunc('day', new.ordered_at, 'UTC'), c.region, new.status, 1, new.total_amount)
-               from sales.customers c where c.id = new.customer_id;
+            select region into r from sales.customers where id = new.customer_id for share;
+            if found then
+              perform sales.region_days_add(date_trunc('day', new.ordered_at, 'UTC'), r, new.status, 1, new.total_amount);
+            end if;
           end if;
           return null;
         end $$`.execute(db);
-      // A customer who moves takes their orders to the new region.
+      // A customer who moves takes their orders to the new region (and one whose id changes, the orders
+      // that now point at it: subtracted by the old id, added by the new).
       await sql`
         create function sales.region_days_customers() returns trigger language plpgsql as $$
         begin
           if old.region is not distinct from new.region and old.id = new.id then
             return null;
           end if;
-          perform sales.region_days_add(g.day, old.region, g.status, -g.n, -g.amount),
-                  sales.region_days_add(g.day, new.region, g.status, g.n, g.amount)
+          perform sales.region_days_add(g.day, old.region, g.status, -g.n, -g.amount)
+             from (select date_trunc('day', o.ordered_at, 'UTC') as day, o.status, count(*) as n, sum(o.total_amount) as amount
+                     from sales.orders o where o.customer_id = old.id group by 1, 2) g;
+          perform sales.region_days_add(g.day, new.region, g.status, g.n, g.amount)
              from (select date_trunc('day', o.ordered_at, 'UTC') as day, o.status, count(*) as n, sum(o.total_amount) as amount
                      from sales.orders o where o.customer_id = new.id group by 1, 2) g;
           return null;

@@ -163,7 +163,10 @@ async function serve(
       if (process.stdin.isTTY) {
         logger.warn('querygate speaks MCP over stdio: launch it from an MCP client, or run `querygate serve --http`');
       }
-      await Promise.race([serveStdio(createServer(app.deps, { id: 'stdio' })), stopSignal, failed]);
+      const served = serveStdio(createServer(app.deps, { id: 'stdio' }), {
+        maxInFlight: config.maxConcurrentPerCaller,
+      });
+      await Promise.race([served, stopSignal, failed]);
       logger.info('stopping: the client closed the session or a signal came');
     }
   } finally {

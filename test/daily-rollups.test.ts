@@ -3,7 +3,10 @@
  * transaction; and the tools that read them give exactly what the raw rows give, in every zone,
  * where the whole UTC days come from a rollup and the hours around them from the orders and items.
  */
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { templates } from '../queries/index.js';
+import { createCompiler } from '../src/db/connect.js';
 import { startHarness, structured, type Harness } from './support/harness.js';
 import { createScratchDatabase, type ScratchDatabase } from './support/scratch.js';
 
@@ -106,6 +109,75 @@ describe('top products through the daily rollup', () => {
       await scratch.admin.query('select sales.product_days_rebuild()');
     }
     expect(await served(range, 'UTC')).toEqual(before);
+  });
+});
+
+describe('the daily rollups under concurrent writers and any session time zone', () => {
+  /** Runs `first` in an open transaction, starts `second` on another connection, then commits `first`. */
+  async function overlapping(first: string, second: string): Promise<void> {
+    const other = new pg.Client({ connectionString: scratch.adminUrl });
+    await other.connect();
+    try {
+      await scratch.admin.query('begin');
+      await scratch.admin.query(first);
+      const running = other.query(second); // waits for the first transaction's row lock, or not
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await scratch.admin.query('commit');
+      await running;
+    } finally {
+      await other.end();
+    }
+  }
+
+  it('stay exact when an order changes status while an item is added to it', async () => {
+    await scratch.admin.query(
+      "insert into sales.orders (id, customer_id, status, ordered_at, total_amount) values (920001, 1, 'pending', '2025-03-15T12:00:00Z', 0)",
+    );
+    await overlapping(
+      "update sales.orders set status = 'cancelled' where id = 920001",
+      'insert into sales.order_items (order_id, product_id, quantity, unit_price) values (920001, 5, 2, 7.50)',
+    );
+    const { rollup, items } = await rollupAndItems();
+    expect(rollup).toEqual(items);
+  });
+
+  it('stay exact when a customer moves while an order is placed for them', async () => {
+    await overlapping(
+      "update sales.customers set region = 'Moon' where id = 2",
+      "insert into sales.orders (id, customer_id, status, ordered_at, total_amount) values (920002, 2, 'paid', '2025-03-16T12:00:00Z', 9.99)",
+    );
+    const { rollup, orders } = await regionRollupAndOrders();
+    expect(orders.some((r) => r.region === 'Moon')).toBe(true);
+    expect(rollup).toEqual(orders);
+  });
+
+  it('cut a range the same way whatever the session time zone (a pooler may drop TimeZone=UTC)', async () => {
+    // Cape Verde is UTC-1: its 9 March starts at 01:00Z, while New York's clocks change that day.
+    const template = templates.find((t) => t.name === 'query_top_products')!;
+    const args = template.input.parse({ start_date: '2025-03-09', end_date: '2025-03-10', limit: 100 });
+    const { sql, parameters } = template
+      .query(createCompiler(), args, { timeZone: 'Atlantic/Cape_Verde' })
+      .limit(101)
+      .compile();
+    const inZone = async (zone: string): Promise<unknown[]> => {
+      await scratch.admin.query(`set timezone = '${zone}'`);
+      return (await scratch.admin.query(sql, parameters as unknown[])).rows;
+    };
+    try {
+      const utc = await inZone('UTC');
+      expect(utc.length).toBeGreaterThan(10);
+      expect(await inZone('America/New_York')).toEqual(utc);
+      expect(await inZone('Pacific/Kiritimati')).toEqual(utc);
+      expect(
+        (utc as { sku: string; units: string; revenue: string }[]).map((r) => ({
+          sku: r.sku,
+          units: Number(r.units),
+          revenue: Number(r.revenue),
+        })),
+      ).toEqual(await fromItems({ start_date: '2025-03-09', end_date: '2025-03-10' }, 'Atlantic/Cape_Verde'));
+    } finally {
+      await scratch.admin.query('reset timezone');
+    }
   });
 });
 
@@ -296,6 +368,23 @@ describe('the daily region rollup', () => {
     expect(await regionsServed(RANGES[0]!, 'Asia/Kolkata')).toEqual(
       await regionsFromOrders(RANGES[0]!, 'Asia/Kolkata'),
     );
+  });
+
+  it('stays exact when a customer id moves to another customer in one statement', async () => {
+    const { rows } = await scratch.admin.query<{ id: string }>(
+      'select customer_id::text as id from sales.orders group by customer_id order by count(*) desc limit 1',
+    );
+    const id = Number(rows[0]!.id);
+    await scratch.admin.query(
+      "insert into sales.customers (id, name, email, phone, region) values (99999, 'Mara Mars', 'm@example.com', '+1 555 000-0000', 'Mars')",
+    );
+    await scratch.admin.query(
+      'update sales.customers set id = case id when $1::bigint then 100000 else $1::bigint end where id in ($1::bigint, 99999)',
+      [id],
+    );
+    const { rollup, orders } = await regionRollupAndOrders();
+    expect(orders.some((r) => r.region === 'Mars')).toBe(true);
+    expect(rollup).toEqual(orders);
   });
 
   it('is rolled back with the transaction, can be rebuilt, and is emptied by a truncate', async () => {

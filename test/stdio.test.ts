@@ -112,6 +112,37 @@ describe('stdio as a pipe', () => {
     expect(answers.find((a) => a.id === 3)!.error!.code).toBe(-32602);
   });
 
+  it('paces many piped calls instead of refusing them as busy, and gets every answer out to a slow reader', async () => {
+    const cli = startCli([], { DATABASE_URL: inject('readerUrl'), QUERYGATE_RATE_LIMIT: '1000' });
+    const calls = Array.from({ length: 22 }, (_, i) => rpc(i + 1, 'query_recent_orders', { ...range, limit: 100 }));
+    cli.child.stdin!.end(calls.join(''));
+    // Nobody reads for a while: the answers (about 30 KB each) fill the pipe and wait in the process.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const lines = (await readAll(cli.child.stdout!)).trim().split('\n');
+    expect(await cli.exited, cli.stderr()).toBe(0);
+    const answers = lines.map((line) => JSON.parse(line) as { id: number; result: CallToolResult });
+    expect(answers.map((a) => a.id).sort((x, y) => x - y)).toEqual(calls.map((_, i) => i + 1));
+    for (const answer of answers) {
+      expect(answer.result.isError, JSON.stringify(answer).slice(0, 300)).toBeFalsy();
+      expect((answer.result.structuredContent as { rows: unknown[] }).rows).toHaveLength(100);
+    }
+  });
+
+  it('answers a last line without a newline, and a malformed message, then exits', async () => {
+    const cli = startCli([], { DATABASE_URL: inject('readerUrl') });
+    cli.child.stdin!.end('{"id":7,"method":"ping"}\n{"jsonrpc":"2.0","id":8,"method":"ping"}');
+    const lines = (await readAll(cli.child.stdout!)).trim().split('\n');
+    expect(await cli.exited, cli.stderr()).toBe(0);
+    expect(lines.map((line) => JSON.parse(line) as object)).toEqual([
+      {
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: -32600, message: expect.stringMatching(/not a JSON-RPC 2.0 message/) },
+      },
+      { jsonrpc: '2.0', id: 8, result: {} },
+    ]);
+  });
+
   it('refuses a line over 1 MiB with -32600 and goes on serving', async () => {
     const cli = startCli([], { DATABASE_URL: inject('readerUrl') });
     const huge = `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"${'x'.repeat(1_100_000)}"}}\n`;

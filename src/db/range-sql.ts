@@ -63,7 +63,8 @@ interface UtcDayCut {
 function utcDayCut(range: ResolvedRange, timeZone: string): UtcDayCut {
   const start = startOfDay(range.startDate, timeZone);
   const end = startOfDay(range.endExclusive, timeZone);
-  const first = sql<Date>`date_trunc('day', ${start} + interval '1 day' - interval '1 microsecond', 'UTC')`;
+  // 24 hours, not '1 day': a day added to a timestamptz follows the session's time zone.
+  const first = sql<Date>`date_trunc('day', ${start} + interval '24 hours' - interval '1 microsecond', 'UTC')`;
   const last = sql<Date>`date_trunc('day', ${end}, 'UTC')`;
   const m1 = sql<Date>`least(${first}, ${end})`;
   return { start, m1, first, last, m2: sql<Date>`greatest(${last}, ${m1})`, end };

@@ -21,36 +21,45 @@ export interface StdioOptions {
   readonly output?: Writable;
   /** Longest line accepted, in bytes; the same limit as an HTTP body. */
   readonly maxLineBytes?: number;
+  /**
+   * Requests handed to the server at a time; later lines wait in order. A script that pipes in many
+   * calls at once is then paced instead of refused as busy by the per-caller concurrency limit.
+   */
+  readonly maxInFlight?: number;
 }
+
+type Id = string | number;
 
 /** A line-delimited JSON-RPC transport over a pair of streams (stdin and stdout by default). */
 export function createStdioTransport(options: StdioOptions = {}): Transport {
   const input = options.input ?? process.stdin;
   const output = options.output ?? process.stdout;
   const maxLineBytes = options.maxLineBytes ?? 1 << 20;
+  const maxInFlight = Math.max(1, options.maxInFlight ?? 4);
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   /** Set while the rest of an over-long line is being skipped. */
   let skipping = false;
   let closed = false;
-  /** Requests read but not yet answered: when input ends, they are answered before the session closes. */
-  const unanswered = new Set<string | number>();
   let inputEnded = false;
+  /** Requests handed to the server and not answered yet, by id (a count: a client may reuse an id). */
+  const inFlight = new Map<Id, number>();
+  let inFlightCount = 0;
+  /** Requests read but not handed over yet, in order. */
+  const waiting: { id: Id; message: unknown }[] = [];
 
   const transport: Transport = {
     start: async () => {
       input.on('data', onData);
-      input.once('end', () => {
-        inputEnded = true;
-        if (unanswered.size === 0) close();
-      });
+      input.once('end', onEnd);
       input.once('error', onStreamError);
       output.once('error', onStreamError);
     },
     send: async (message) => {
       if (closed) return;
       output.write(`${encodeMessage(message as JsonRpcResponse)}\n`);
-      settle((message as { id?: unknown }).id);
+      const { id } = message as { id?: unknown };
+      if (typeof id === 'string' || typeof id === 'number') settle(id);
     },
     close: async () => close(),
   };
@@ -84,6 +93,15 @@ export function createStdioTransport(options: StdioOptions = {}): Transport {
     pendingBytes += rest.length;
   }
 
+  function onEnd(): void {
+    // A last line without its newline is still a line.
+    if (pending.length > 0 && !skipping) receive(Buffer.concat(pending));
+    pending = [];
+    pendingBytes = 0;
+    inputEnded = true;
+    closeIfDone();
+  }
+
   function tooLong(): void {
     pending = [];
     pendingBytes = 0;
@@ -100,21 +118,52 @@ export function createStdioTransport(options: StdioOptions = {}): Transport {
       reply(-32700, 'Parse error: a line is not valid UTF-8 JSON');
       return;
     }
-    track(message);
+    const id = requestId(message);
+    if (id === undefined) {
+      // Notifications and anything the handler answers at once (with id null, for a malformed message).
+      const cancelled = cancelledId(message);
+      if (cancelled !== undefined) forgetWaiting(cancelled);
+      deliver(message);
+    } else {
+      waiting.push({ id, message });
+      pump();
+    }
+  }
+
+  /** Hands waiting requests to the server while fewer than maxInFlight are unanswered. */
+  function pump(): void {
+    while (!closed && inFlightCount < maxInFlight && waiting.length > 0) {
+      const { id, message } = waiting.shift()!;
+      inFlight.set(id, (inFlight.get(id) ?? 0) + 1);
+      inFlightCount++;
+      deliver(message);
+    }
+  }
+
+  function deliver(message: unknown): void {
     transport.onmessage?.(message as JSONRPCMessage);
   }
 
-  function track(message: unknown): void {
-    if (typeof message !== 'object' || message === null) return;
-    const { id, method, params } = message as { id?: unknown; method?: unknown; params?: { requestId?: unknown } };
-    if (method === 'notifications/cancelled')
-      settle(params?.requestId); // a cancelled call is not answered
-    else if (typeof method === 'string' && (typeof id === 'string' || typeof id === 'number')) unanswered.add(id);
+  /** A request was answered, or cancelled (which the server does not answer). */
+  function settle(id: Id): void {
+    const count = inFlight.get(id);
+    if (count === undefined) return;
+    if (count > 1) inFlight.set(id, count - 1);
+    else inFlight.delete(id);
+    inFlightCount--;
+    pump();
+    closeIfDone();
   }
 
-  function settle(id: unknown): void {
-    if (!unanswered.delete(id as string | number)) return;
-    if (inputEnded && unanswered.size === 0) close();
+  /** A cancelled request that was still waiting is dropped; one in flight is settled as the server aborts it. */
+  function forgetWaiting(id: Id): void {
+    const at = waiting.findIndex((w) => w.id === id);
+    if (at !== -1) waiting.splice(at, 1);
+    else settle(id);
+  }
+
+  function closeIfDone(): void {
+    if (inputEnded && inFlightCount === 0 && waiting.length === 0) close();
   }
 
   function reply(code: number, message: string): void {
@@ -136,9 +185,27 @@ export function createStdioTransport(options: StdioOptions = {}): Transport {
   return transport;
 }
 
-/** Serves until the client closes stdin; resolves then. */
-export async function serveStdio(server: McpServer): Promise<void> {
-  await server.connect(createStdioTransport());
+/** The id of a well-formed JSON-RPC request, which the server answers under that id; else undefined. */
+function requestId(message: unknown): Id | undefined {
+  if (typeof message !== 'object' || message === null || Array.isArray(message)) return undefined;
+  const { jsonrpc, id, method } = message as { jsonrpc?: unknown; id?: unknown; method?: unknown };
+  if (jsonrpc !== '2.0' || typeof method !== 'string') return undefined;
+  return typeof id === 'string' || typeof id === 'number' ? id : undefined;
+}
+
+function cancelledId(message: unknown): Id | undefined {
+  const { method, params } = message as { method?: unknown; params?: { requestId?: unknown } };
+  if (method !== 'notifications/cancelled' || typeof params !== 'object' || params === null) return undefined;
+  const id = params.requestId;
+  return typeof id === 'string' || typeof id === 'number' ? id : undefined;
+}
+
+/** Serves until the client closes stdin and every request read is answered; resolves when the answers are out. */
+export async function serveStdio(server: McpServer, options: StdioOptions = {}): Promise<void> {
+  const output = options.output ?? process.stdout;
+  await server.connect(createStdioTransport(options));
   await server.closed;
   await server.close().catch(() => undefined);
+  // A pipe whose reader is slow holds answers back; the process must not exit before they are out.
+  await new Promise<void>((resolve) => output.write('', () => resolve()));
 }
