@@ -277,7 +277,7 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, u
 const DATA_AS_OF = z
   .string()
   .describe(
-    'How fresh the figures are: every order committed before this instant (ISO 8601, UTC) is in them. The hourly rollup behind some figures is kept by the database in the same transactions as the orders, so it is never older; on a read replica, subtract its replication lag.',
+    'How fresh the figures are: every order committed before this instant (ISO 8601, UTC) is in them. The rollups behind some figures are kept by the database in the same transactions as the orders, so they are never older; on a read replica, subtract its replication lag.',
   );
 
 /** A registered template, with what the registry derives from it once. */
