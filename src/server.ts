@@ -5,7 +5,13 @@
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { CallDeps, Caller, Registry } from './registry.js';
-import { handleMessage } from './transports/json-rpc.js';
+import {
+  cancelledRequestId,
+  handleMessage,
+  isCancellation,
+  requestIdOf,
+  type RequestId,
+} from './transports/json-rpc.js';
 
 /** Kept equal to package.json's version; a test checks it. */
 export const VERSION = '0.1.0';
@@ -42,8 +48,6 @@ export interface McpServer {
   close(): Promise<void>;
 }
 
-type RequestId = string | number;
-
 /** An MCP server for one caller over one transport: it lists and runs only the caller's tools. */
 export function createServer(deps: ServerDeps, caller: Caller): McpServer {
   let transport: Transport | undefined;
@@ -53,19 +57,14 @@ export function createServer(deps: ServerDeps, caller: Caller): McpServer {
 
   const receive = (message: JSONRPCMessage): void => {
     // Anything may arrive (a stdio line is any JSON): the handler answers what is not a request.
-    const request = (typeof message === 'object' && message !== null ? message : {}) as {
-      id?: RequestId;
-      method?: string;
-      params?: { requestId?: RequestId };
-    };
-    if (request.method === 'notifications/cancelled') {
+    if (isCancellation(message)) {
       // The client gave up: abort the call, which cancels its query; no answer is sent for it.
-      const requestId = request.params?.requestId;
+      const requestId = cancelledRequestId(message);
       if (requestId !== undefined) inFlight.get(requestId)?.abort();
       return;
     }
     const abort = new AbortController();
-    const id = request.id;
+    const id = requestIdOf(message);
     if (id !== undefined) inFlight.set(id, abort);
     void handleMessage(message, deps, caller, abort.signal)
       .then(async (response) => {

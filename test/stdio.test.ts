@@ -128,17 +128,19 @@ describe('stdio as a pipe', () => {
     }
   });
 
-  it('answers a last line without a newline, and a malformed message, then exits', async () => {
+  it('answers a last line without a newline, and malformed messages, then exits', async () => {
     const cli = startCli([], { DATABASE_URL: inject('readerUrl') });
-    cli.child.stdin!.end('{"id":7,"method":"ping"}\n{"jsonrpc":"2.0","id":8,"method":"ping"}');
+    // JSON null, a message without jsonrpc 2.0, one with an id but no method, then a ping with no newline.
+    cli.child.stdin!.end(
+      'null\n{"id":7,"method":"ping"}\n{"jsonrpc":"2.0","id":9}\n{"jsonrpc":"2.0","id":8,"method":"ping"}',
+    );
     const lines = (await readAll(cli.child.stdout!)).trim().split('\n');
     expect(await cli.exited, cli.stderr()).toBe(0);
+    const notJsonRpc = { code: -32600, message: expect.stringMatching(/not a JSON-RPC 2.0 message/) };
     expect(lines.map((line) => JSON.parse(line) as object)).toEqual([
-      {
-        jsonrpc: '2.0',
-        id: null,
-        error: { code: -32600, message: expect.stringMatching(/not a JSON-RPC 2.0 message/) },
-      },
+      { jsonrpc: '2.0', id: null, error: notJsonRpc },
+      { jsonrpc: '2.0', id: null, error: notJsonRpc },
+      { jsonrpc: '2.0', id: 9, error: { code: -32600, message: expect.stringMatching(/method must be a string/) } },
       { jsonrpc: '2.0', id: 8, result: {} },
     ]);
   });

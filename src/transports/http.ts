@@ -16,7 +16,7 @@ import type { TokenBucket } from '../limits.js';
 import type { Logger } from '../logger.js';
 import type { Caller } from '../registry.js';
 import { PROTOCOL_VERSIONS, type ServerDeps } from '../server.js';
-import { encodeMessage, handleMessage } from './json-rpc.js';
+import { encodeMessage, handleMessage, parseJson } from './json-rpc.js';
 
 export interface HttpOptions {
   readonly host: string;
@@ -42,7 +42,6 @@ export interface RunningHttp {
 }
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
-const utf8 = new TextDecoder('utf-8', { fatal: true });
 /** Without tokens (loopback only), every HTTP client is this one caller. */
 const ANONYMOUS: Caller = { id: 'http' };
 
@@ -109,12 +108,9 @@ export async function serveHttp(deps: ServerDeps, options: HttpOptions, logger: 
       res.setHeader('connection', 'close');
       return sendError(res, 413, -32600, `Request body larger than ${options.maxBodyBytes} bytes`);
     }
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(utf8.decode(body));
-    } catch {
-      return sendError(res, 400, -32700, 'Parse error: the body is not valid UTF-8 JSON');
-    }
+    const decoded = parseJson(body);
+    if (!decoded) return sendError(res, 400, -32700, 'Parse error: the body is not valid UTF-8 JSON');
+    const parsed = decoded.value;
     if (Array.isArray(parsed)) {
       // JSON-RPC batches left MCP in 2025-06-18.
       return sendError(res, 400, -32600, 'Invalid Request: JSON-RPC batches are not supported');

@@ -7,7 +7,9 @@ import { INVALID_PARAMS, ProtocolError } from '../errors.js';
 import { serializedResult, type Caller } from '../registry.js';
 import { CAPABILITIES, INSTRUCTIONS, PROTOCOL_VERSIONS, SERVER_INFO, type ServerDeps } from '../server.js';
 
-type Id = string | number | null;
+/** The id of a request: what its answer carries. */
+export type RequestId = string | number;
+type Id = RequestId | null;
 export type JsonRpcResponse =
   { jsonrpc: '2.0'; id: Id; result: unknown } | { jsonrpc: '2.0'; id: Id; error: { code: number; message: string } };
 
@@ -32,6 +34,41 @@ export function encodeMessage(message: JsonRpcResponse): string {
   const result = 'result' in message ? serializedResult(message.result) : undefined;
   if (result === undefined) return JSON.stringify(message);
   return `{"jsonrpc":"2.0","id":${JSON.stringify(message.id)},"result":${result}}`;
+}
+
+const isRequestId = (value: unknown): value is RequestId => typeof value === 'string' || typeof value === 'number';
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Bytes read as one JSON value; undefined when they are not valid UTF-8 JSON (a parse error, -32700). */
+export function parseJson(bytes: Uint8Array): { value: unknown } | undefined {
+  try {
+    return { value: JSON.parse(utf8.decode(bytes)) };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The id handleMessage answers a message under, so that a transport can tell which messages will get
+ * an answer carrying their id: a JSON-RPC 2.0 message with a string or number id that has a method, or
+ * that is neither a result nor an error. Undefined for notifications, responses and anything answered
+ * with id null.
+ */
+export function requestIdOf(message: unknown): RequestId | undefined {
+  if (!isObject(message) || message.jsonrpc !== '2.0' || !isRequestId(message.id)) return undefined;
+  return typeof message.method === 'string' || !('result' in message || 'error' in message) ? message.id : undefined;
+}
+
+/** Whether a message is the notification that a client gave up on one of its requests. */
+export function isCancellation(message: unknown): boolean {
+  return isObject(message) && message.method === 'notifications/cancelled';
+}
+
+/** The id of the request a cancellation names; undefined for anything else. */
+export function cancelledRequestId(message: unknown): RequestId | undefined {
+  if (!isCancellation(message)) return undefined;
+  const params = (message as { params?: unknown }).params;
+  return isObject(params) && isRequestId(params.requestId) ? params.requestId : undefined;
 }
 
 /** Handles one message; undefined for notifications and responses, which get no answer. */

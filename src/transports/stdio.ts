@@ -11,10 +11,16 @@ import type { Readable, Writable } from 'node:stream';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { McpServer } from '../server.js';
-import { encodeMessage, type JsonRpcResponse } from './json-rpc.js';
+import {
+  cancelledRequestId,
+  encodeMessage,
+  parseJson,
+  requestIdOf,
+  type JsonRpcResponse,
+  type RequestId as Id,
+} from './json-rpc.js';
 
 const NEWLINE = 0x0a;
-const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 export interface StdioOptions {
   readonly input?: Readable;
@@ -27,8 +33,6 @@ export interface StdioOptions {
    */
   readonly maxInFlight?: number;
 }
-
-type Id = string | number;
 
 /** A line-delimited JSON-RPC transport over a pair of streams (stdin and stdout by default). */
 export function createStdioTransport(options: StdioOptions = {}): Transport {
@@ -111,17 +115,16 @@ export function createStdioTransport(options: StdioOptions = {}): Transport {
   function receive(line: Buffer): void {
     const end = line.length > 0 && line[line.length - 1] === 0x0d ? line.length - 1 : line.length;
     if (end === 0) return; // blank lines between messages are harmless
-    let message: unknown;
-    try {
-      message = JSON.parse(utf8.decode(line.subarray(0, end)));
-    } catch {
+    const parsed = parseJson(line.subarray(0, end));
+    if (!parsed) {
       reply(-32700, 'Parse error: a line is not valid UTF-8 JSON');
       return;
     }
-    const id = requestId(message);
+    const message = parsed.value;
+    const id = requestIdOf(message);
     if (id === undefined) {
       // Notifications and anything the handler answers at once (with id null, for a malformed message).
-      const cancelled = cancelledId(message);
+      const cancelled = cancelledRequestId(message);
       if (cancelled !== undefined) forgetWaiting(cancelled);
       deliver(message);
     } else {
@@ -183,21 +186,6 @@ export function createStdioTransport(options: StdioOptions = {}): Transport {
   }
 
   return transport;
-}
-
-/** The id of a well-formed JSON-RPC request, which the server answers under that id; else undefined. */
-function requestId(message: unknown): Id | undefined {
-  if (typeof message !== 'object' || message === null || Array.isArray(message)) return undefined;
-  const { jsonrpc, id, method } = message as { jsonrpc?: unknown; id?: unknown; method?: unknown };
-  if (jsonrpc !== '2.0' || typeof method !== 'string') return undefined;
-  return typeof id === 'string' || typeof id === 'number' ? id : undefined;
-}
-
-function cancelledId(message: unknown): Id | undefined {
-  const { method, params } = message as { method?: unknown; params?: { requestId?: unknown } };
-  if (method !== 'notifications/cancelled' || typeof params !== 'object' || params === null) return undefined;
-  const id = params.requestId;
-  return typeof id === 'string' || typeof id === 'number' ? id : undefined;
 }
 
 /** Serves until the client closes stdin and every request read is answered; resolves when the answers are out. */
