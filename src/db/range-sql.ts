@@ -70,6 +70,20 @@ function utcDayCut(range: ResolvedRange, timeZone: string): UtcDayCut {
   return { start, m1, first, last, m2: sql<Date>`greatest(${last}, ${m1})`, end };
 }
 
+/**
+ * A daily rollup's whole UTC days of the range, with the rows of the hours around them: the one place
+ * that puts each piece of the cut where it belongs.
+ */
+function acrossUtcDays<Rollup extends { unionAll(expression: Rows): Rollup }, Rows>(
+  range: ResolvedRange,
+  timeZone: string,
+  wholeDays: (first: RawBuilder<Date>, last: RawBuilder<Date>) => Rollup,
+  hours: (from: RawBuilder<Date>, to: RawBuilder<Date>) => Rows,
+): Rollup {
+  const cut = utcDayCut(range, timeZone);
+  return wholeDays(cut.first, cut.last).unionAll(hours(cut.start, cut.m1)).unionAll(hours(cut.m2, cut.end));
+}
+
 /** Net orders in [from, to), aliased `o`. */
 function netOrdersBetween(db: Kysely<ReportingDatabase>, from: RawBuilder<Date>, to: RawBuilder<Date>) {
   return db
@@ -84,27 +98,29 @@ function netOrdersBetween(db: Kysely<ReportingDatabase>, from: RawBuilder<Date>,
  * whole UTC days from the daily product rollup, the hours around them from the items.
  */
 export function netItemsInRange(db: Kysely<ReportingDatabase>, range: ResolvedRange, timeZone: string) {
-  const cut = utcDayCut(range, timeZone);
-  const fromItems = (from: RawBuilder<Date>, to: RawBuilder<Date>) =>
-    netOrdersBetween(db, from, to)
-      .innerJoin('reporting.order_items as oi', 'oi.order_id', 'o.id')
-      .select((eb) => [
-        'oi.product_id',
-        sql<string>`${eb.ref('oi.quantity')}::bigint`.as('units'),
-        sql<string>`${eb.ref('oi.quantity')} * ${eb.ref('oi.unit_price')}`.as('revenue'),
-      ]);
-  return db
-    .selectFrom('reporting.product_days as d')
-    .where('d.day', '>=', cut.first)
-    .where('d.day', '<', cut.last)
-    .where('d.status', 'not in', NON_REVENUE_STATUSES)
-    .select((eb) => [
-      'd.product_id',
-      sql<string>`${eb.ref('d.units')}`.as('units'),
-      sql<string>`${eb.ref('d.revenue')}`.as('revenue'),
-    ])
-    .unionAll(fromItems(cut.start, cut.m1))
-    .unionAll(fromItems(cut.m2, cut.end));
+  return acrossUtcDays(
+    range,
+    timeZone,
+    (first, last) =>
+      db
+        .selectFrom('reporting.product_days as d')
+        .where('d.day', '>=', first)
+        .where('d.day', '<', last)
+        .where('d.status', 'not in', NON_REVENUE_STATUSES)
+        .select((eb) => [
+          'd.product_id',
+          sql<string>`${eb.ref('d.units')}`.as('units'),
+          sql<string>`${eb.ref('d.revenue')}`.as('revenue'),
+        ]),
+    (from, to) =>
+      netOrdersBetween(db, from, to)
+        .innerJoin('reporting.order_items as oi', 'oi.order_id', 'o.id')
+        .select((eb) => [
+          'oi.product_id',
+          sql<string>`${eb.ref('oi.quantity')}::bigint`.as('units'),
+          sql<string>`${eb.ref('oi.quantity')} * ${eb.ref('oi.unit_price')}`.as('revenue'),
+        ]),
+  );
 }
 
 /**
@@ -112,25 +128,27 @@ export function netItemsInRange(db: Kysely<ReportingDatabase>, range: ResolvedRa
  * whole UTC days from the daily region rollup, the hours around them from the orders.
  */
 export function netOrdersByRegionInRange(db: Kysely<ReportingDatabase>, range: ResolvedRange, timeZone: string) {
-  const cut = utcDayCut(range, timeZone);
-  const fromOrders = (from: RawBuilder<Date>, to: RawBuilder<Date>) =>
-    netOrdersBetween(db, from, to)
-      .innerJoin('reporting.customers as c', 'c.id', 'o.customer_id')
-      .select((eb) => [
-        'c.region',
-        sql<string>`1::bigint`.as('order_count'),
-        sql<string>`${eb.ref('o.total_amount')}`.as('total_amount'),
-      ]);
-  return db
-    .selectFrom('reporting.region_days as r')
-    .where('r.day', '>=', cut.first)
-    .where('r.day', '<', cut.last)
-    .where('r.status', 'not in', NON_REVENUE_STATUSES)
-    .select((eb) => [
-      'r.region',
-      sql<string>`${eb.ref('r.order_count')}`.as('order_count'),
-      sql<string>`${eb.ref('r.total_amount')}`.as('total_amount'),
-    ])
-    .unionAll(fromOrders(cut.start, cut.m1))
-    .unionAll(fromOrders(cut.m2, cut.end));
+  return acrossUtcDays(
+    range,
+    timeZone,
+    (first, last) =>
+      db
+        .selectFrom('reporting.region_days as r')
+        .where('r.day', '>=', first)
+        .where('r.day', '<', last)
+        .where('r.status', 'not in', NON_REVENUE_STATUSES)
+        .select((eb) => [
+          'r.region',
+          sql<string>`${eb.ref('r.order_count')}`.as('order_count'),
+          sql<string>`${eb.ref('r.total_amount')}`.as('total_amount'),
+        ]),
+    (from, to) =>
+      netOrdersBetween(db, from, to)
+        .innerJoin('reporting.customers as c', 'c.id', 'o.customer_id')
+        .select((eb) => [
+          'c.region',
+          sql<string>`1::bigint`.as('order_count'),
+          sql<string>`${eb.ref('o.total_amount')}`.as('total_amount'),
+        ]),
+  );
 }
