@@ -179,7 +179,7 @@ async function measureCell(entries: readonly Entry[], concurrency: number): Prom
     results.set(
       one.entry.path,
       one.entry.pid
-        ? { ...cell, cpuMsPerCall: one.cpuMs / one.calls, peakRssMb: await peakRssMb(one.entry.pid) }
+        ? { ...cell, cpuMsPerCall: one.cpuMs / one.calls, peakRssMb: await memoryMb(one.entry.pid, 'VmHWM') }
         : cell,
     );
   }
@@ -191,14 +191,10 @@ async function cpuMs(pid: number): Promise<number> {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in 10 ms ticks
 }
 
-async function peakRssMb(pid: number): Promise<number> {
+/** A process's memory in MB from /proc: VmRSS now, or VmHWM, its peak since the last reset. */
+async function memoryMb(pid: number, field: 'VmRSS' | 'VmHWM'): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmHWM:\s+(\d+)/.exec(status)![1]) / 1024;
-}
-
-async function rssMb(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
+  return Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)![1]) / 1024;
 }
 
 function startServer(
@@ -502,9 +498,9 @@ async function main(): Promise<void> {
       );
     };
     await runCalls(10_000);
-    const after10k = await rssMb(server.pid);
+    const after10k = await memoryMb(server.pid, 'VmRSS');
     await runCalls(SOAK - 10_000);
-    const afterSoak = await rssMb(server.pid);
+    const afterSoak = await memoryMb(server.pid, 'VmRSS');
     notes.push(
       `- Memory: RSS ${fmt(after10k, 1)} MB after 10,000 calls, ${fmt(afterSoak, 1)} MB after ${fmt(SOAK)} (${fmt(afterSoak / after10k, 2)}x), HTTP at concurrency 8 on the 7-day count.`,
     );
