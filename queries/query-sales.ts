@@ -3,8 +3,9 @@
  *
  * Example input: { "start_date": "2025-01-01", "end_date": "2025-03-31", "group_by": "month" }
  *
- * SQL (group_by week; day and month differ only in the date_trunc unit):
- *   select to_char(date_trunc($1, "o"."ordered_at" at time zone $2), 'YYYY-MM-DD') as "group_key",
+ * SQL (group_by week; day and month differ only in the labels): each day's first instant in the reporting
+ * zone and its period's label are bound as arrays, so rows are cut into days exactly where the range is:
+ *   select (cast($1 as text[]))[width_bucket("o"."ordered_at", cast($2 as timestamptz[]))] as "group_key",
  *          count(*) as "order_count", round(sum("o"."total_amount"), 2) as "revenue",
  *          round(sum("o"."total_amount") / count(*), 2) as "avg_order_value"
  *   from "reporting"."orders" as "o"
@@ -20,7 +21,14 @@
  */
 import { sql } from 'kysely';
 import { z } from 'zod';
-import { netOrdersByRegionInRange, orderHoursInRange, ordersInRange, rollupCovers } from '../src/db/range-sql.js';
+import {
+  localPeriodOf,
+  type Period,
+  netOrdersByRegionInRange,
+  orderHoursInRange,
+  ordersInRange,
+  rollupCovers,
+} from '../src/db/range-sql.js';
 import { NON_REVENUE_STATUSES, oneOf } from '../src/lib/arguments.js';
 import { checkDateRange, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
 import { count, echoRange, money, rangeEcho, rowsEnvelope } from '../src/lib/result-shape.js';
@@ -112,13 +120,12 @@ export const querySales = defineTemplate({
           .orderBy('revenue', 'desc')
           .orderBy('group_key');
       default: {
+        const period: Period = args.group_by;
         if (rollupCovers(range, ctx.timeZone)) {
           return orderHoursInRange(db, range, ctx.timeZone)
             .where('h.status', 'not in', NON_REVENUE_STATUSES)
             .select((eb) => [
-              sql<string>`to_char(date_trunc(${args.group_by}, ${eb.ref('h.hour')} at time zone ${ctx.timeZone}), 'YYYY-MM-DD')`.as(
-                'group_key',
-              ),
+              localPeriodOf(eb.ref('h.hour'), range, ctx.timeZone, period).as('group_key'),
               eb.fn.sum<string>('h.order_count').as('order_count'),
               sql<string>`round(sum(${eb.ref('h.total_amount')}), 2)`.as('revenue'),
               sql<string>`round(sum(${eb.ref('h.total_amount')}) / sum(${eb.ref('h.order_count')}), 2)`.as(
@@ -130,9 +137,7 @@ export const querySales = defineTemplate({
         }
         return orders
           .select((eb) => [
-            sql<string>`to_char(date_trunc(${args.group_by}, ${eb.ref('o.ordered_at')} at time zone ${ctx.timeZone}), 'YYYY-MM-DD')`.as(
-              'group_key',
-            ),
+            localPeriodOf(eb.ref('o.ordered_at'), range, ctx.timeZone, period).as('group_key'),
             eb.fn.countAll().as('order_count'),
             sql<string>`round(sum(${eb.ref('o.total_amount')}), 2)`.as('revenue'),
             sql<string>`round(sum(${eb.ref('o.total_amount')}) / count(*), 2)`.as('avg_order_value'),

@@ -1,13 +1,20 @@
 /** SQL fragments shared by the templates. Every value in them travels as a bind parameter. */
-import { sql, type Kysely, type RawBuilder } from 'kysely';
-import { startOfDayIn, type ResolvedRange } from '../lib/date-range.js';
+import { sql, type Expression, type Kysely, type RawBuilder } from 'kysely';
+import { daysOf, periodStart, type ResolvedRange } from '../lib/date-range.js';
+import { dayStart, isoUtc } from '../lib/local-day.js';
 import { NON_REVENUE_STATUSES } from '../lib/arguments.js';
 import type { ReportingDatabase } from './schema.js';
 
-/** Midnight of a calendar day in a time zone, as timestamptz: `(cast($1 as timestamp) at time zone $2)`. */
+/**
+ * The first instant of a calendar day in a time zone (see src/lib/local-day.ts), as a timestamptz bind
+ * parameter: the same instant the result echoes, where PostgreSQL's own `timestamp at time zone` would
+ * take the later of two local midnights.
+ */
 export function startOfDay(day: string, timeZone: string): RawBuilder<Date> {
-  return sql<Date>`(cast(${day} as timestamp) at time zone ${timeZone})`;
+  return instant(dayStart(day, timeZone).ms);
 }
+
+const instant = (ms: number): RawBuilder<Date> => sql<Date>`cast(${isoUtc(ms)} as timestamptz)`;
 
 /**
  * Orders placed in [start 00:00, end + 1 day 00:00) of the reporting time zone, aliased `o`.
@@ -21,20 +28,39 @@ export function ordersInRange(db: Kysely<ReportingDatabase>, range: ResolvedRang
 }
 
 /**
- * Whether the range starts and ends on a whole UTC hour, so that the hourly rollup covers it exactly:
- * true in every zone whose offset is a whole number of hours (UTC, Europe/Berlin, America/New_York),
- * false in zones such as Asia/Kolkata (+05:30), where templates read the orders themselves.
+ * Whether every day of the range starts on a whole UTC hour, so that the hourly rollup covers its days
+ * exactly: true in every zone whose offset is a whole number of hours (UTC, Europe/Berlin,
+ * America/New_York), false in zones such as Asia/Kolkata (+05:30), where templates read the orders.
  */
 export function rollupCovers(range: ResolvedRange, timeZone: string): boolean {
-  const wholeHour = /(Z|[+-]\d\d:00)$/;
-  try {
-    return (
-      wholeHour.test(startOfDayIn(range.startDate, timeZone)) &&
-      wholeHour.test(startOfDayIn(range.endExclusive, timeZone))
-    );
-  } catch {
-    return false; // a zone Node does not know: PostgreSQL decides, reading the orders themselves
-  }
+  return dayBounds(range, timeZone).every((ms) => ms % HOUR_MS === 0);
+}
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 86_400_000;
+
+/** The start of each day of the range and of the day after it, in milliseconds. */
+function dayBounds(range: ResolvedRange, timeZone: string): number[] {
+  return [...daysOf(range), range.endExclusive].map((day) => dayStart(day, timeZone).ms);
+}
+
+export type Period = 'day' | 'week' | 'month';
+
+/**
+ * The day, ISO week (its Monday) or month (its first day) of a timestamp, as YYYY-MM-DD, cut at the
+ * very instants the range's bounds use: `labels[width_bucket(ts, day starts)]`, both arrays bound as
+ * parameters. A timestamp inside the range always finds its bucket.
+ */
+export function localPeriodOf(
+  timestamp: Expression<unknown>,
+  range: ResolvedRange,
+  timeZone: string,
+  period: Period,
+): RawBuilder<string> {
+  const days = daysOf(range);
+  const starts = days.map((day) => isoUtc(dayStart(day, timeZone).ms));
+  const labels = days.map((day) => periodStart(day, period));
+  return sql<string>`(cast(${labels} as text[]))[width_bucket(${timestamp}, cast(${starts} as timestamptz[]))]`;
 }
 
 /** Hourly rollup rows within the range, aliased `h`. */
@@ -61,13 +87,20 @@ interface UtcDayCut {
 }
 
 function utcDayCut(range: ResolvedRange, timeZone: string): UtcDayCut {
-  const start = startOfDay(range.startDate, timeZone);
-  const end = startOfDay(range.endExclusive, timeZone);
-  // 24 hours, not '1 day': a day added to a timestamptz follows the session's time zone.
-  const first = sql<Date>`date_trunc('day', ${start} + interval '24 hours' - interval '1 microsecond', 'UTC')`;
-  const last = sql<Date>`date_trunc('day', ${end}, 'UTC')`;
-  const m1 = sql<Date>`least(${first}, ${end})`;
-  return { start, m1, first, last, m2: sql<Date>`greatest(${last}, ${m1})`, end };
+  const start = dayStart(range.startDate, timeZone).ms;
+  const end = dayStart(range.endExclusive, timeZone).ms;
+  const first = Math.ceil(start / DAY_MS) * DAY_MS;
+  const last = Math.floor(end / DAY_MS) * DAY_MS;
+  const m1 = Math.min(first, end);
+  const m2 = Math.max(last, m1);
+  return {
+    start: instant(start),
+    m1: instant(m1),
+    first: instant(first),
+    last: instant(last),
+    m2: instant(m2),
+    end: instant(end),
+  };
 }
 
 /**

@@ -2,7 +2,6 @@
  * The one date-range schema every tool shares: strict YYYY-MM-DD calendar days,
  * end not before start, at most MAX_RANGE_DAYS counted inclusively.
  */
-import { TZDate } from '@date-fns/tz';
 import { z } from 'zod';
 import { memoize } from './memo.js';
 
@@ -122,13 +121,21 @@ const rangeMemo = memoize((key: string): ResolvedRange | undefined => {
   });
 });
 
-/** Local midnight of a YYYY-MM-DD day in a time zone, as ISO 8601 with the offset: "2025-03-30T00:00:00.000+01:00". */
-export function startOfDayIn(day: string, timeZone: string): string {
-  return startOfDayMemo(`${day} ${timeZone}`);
+/** Every day of a validated range, first to last, as YYYY-MM-DD. Memoized; callers must not mutate it. */
+export function daysOf(range: ResolvedRange): readonly string[] {
+  return daysMemo(`${range.startDate} ${range.days}`);
 }
 
-const startOfDayMemo = memoize((key: string): string => {
-  const [day, timeZone] = key.split(' ') as [string, string];
-  const [year, month, date] = day.split('-').map(Number) as [number, number, number];
-  return new TZDate(year, month - 1, date, timeZone).toISOString();
+const daysMemo = memoize((key: string): readonly string[] => {
+  const [startDate, days] = key.split(' ') as [string, string];
+  const start = parseDay(startDate)!;
+  return Object.freeze(Array.from({ length: Number(days) }, (_, i) => formatDay(addDays(start, i))));
 });
+
+/** The first day of the day, ISO week (Monday) or month a YYYY-MM-DD day belongs to. */
+export function periodStart(day: string, period: 'day' | 'week' | 'month'): string {
+  if (period === 'day') return day;
+  if (period === 'month') return `${day.slice(0, 8)}01`;
+  const date = parseDay(day)!;
+  return formatDay(addDays(date, -((date.getUTCDay() + 6) % 7)));
+}

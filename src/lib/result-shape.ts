@@ -1,7 +1,8 @@
 /** Output schema pieces shared by the tools, so every result echoes its range and pages the same way. */
 import { z } from 'zod';
 import { MAX_ROWS } from './arguments.js';
-import { resolveRange, startOfDayIn } from './date-range.js';
+import { resolveRange } from './date-range.js';
+import { dayStart } from './local-day.js';
 
 export const money = z.number().describe('Amount in the order currency, rounded to 2 decimals');
 export const count = z.number().int().nonnegative();
@@ -11,8 +12,14 @@ export const rangeEcho = {
   start_date: z.string().describe('First day covered (YYYY-MM-DD)'),
   end_date: z.string().describe('Last day covered (YYYY-MM-DD)'),
   time_zone: z.string().describe('Time zone in which the days were read'),
-  starts_at: z.string().describe('First instant covered: start_date 00:00 in time_zone, ISO 8601'),
-  ends_before: z.string().describe('First instant no longer covered: the day after end_date, 00:00 in time_zone'),
+  starts_at: z
+    .string()
+    .describe(
+      'First instant covered: the start of start_date in time_zone (its first 00:00, or the end of a skipped midnight), ISO 8601; in UTC when the offset has seconds',
+    ),
+  ends_before: z
+    .string()
+    .describe('First instant no longer covered: the start of the day after end_date, as starts_at'),
 };
 
 /** A capped list of flat rows with an honest truncation flag. */
@@ -41,7 +48,7 @@ export function echoRange(args: { start_date: string; end_date: string }, timeZo
     start_date: range.startDate,
     end_date: range.endDate,
     time_zone: timeZone,
-    starts_at: startOfDayIn(range.startDate, timeZone),
-    ends_before: startOfDayIn(range.endExclusive, timeZone),
+    starts_at: dayStart(range.startDate, timeZone).local,
+    ends_before: dayStart(range.endExclusive, timeZone).local,
   };
 }
