@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { CompiledQuery, Kysely } from 'kysely';
+import type { CompiledQuery, Kysely, OperationNodeSource } from 'kysely';
 import { z } from 'zod';
 import {
   PERSONAL_COLUMNS,
@@ -278,10 +278,13 @@ function assertSelections(template: AnyTemplate): void {
     if (!parsed.success) continue; // a combination the schema refuses is never compiled for a caller either
     for (const timeZone of CHECK_ZONES) {
       const branch = `(arguments ${JSON.stringify(parsed.data)}, time zone ${timeZone})`;
-      const compiled = template.query(compiler, parsed.data, { timeZone }).limit(1).compile();
+      const capped = template.query(compiler, parsed.data, { timeZone }).limit(1);
+      // The operation tree is all the check reads: skip writing the SQL text when the builder can.
+      const query =
+        'toOperationNode' in capped ? (capped as OperationNodeSource).toOperationNode() : capped.compile().query;
       let selections: Selection[];
       try {
-        selections = readSelections(compiled.query, PERSONAL_SOURCES);
+        selections = readSelections(query, PERSONAL_SOURCES);
       } catch (err) {
         if (!(err instanceof UnreadableSelection)) throw err;
         throw new ConfigError(`${where}: column ${err.alias} ${err.message} ${branch}`);
