@@ -1,8 +1,9 @@
 /**
  * The doctor's personal-data checks, driven by the declarations (PERSONAL_COLUMNS) rather than by one
- * table: wherever a pack declares a personal column, the reader must not read the tables behind it
- * directly, and what it reads in the column itself must already be masked at the source. (A declared
- * table the reader reads directly is judged by its values, in the second check.)
+ * table: wherever a pack declares a name, email or phone column, the reader must not read the tables
+ * behind it directly, and what it reads in the column itself must already be masked at the source. (A
+ * declared table the reader reads directly is judged by its values, in the second check. Internal ids
+ * are read as they are and tokenized by the server, so they are not sampled.)
  */
 import type pg from 'pg';
 import type { PersonalColumn, PersonalKind } from './schema.js';
@@ -23,13 +24,16 @@ export async function personalDataChecks(
   role: string,
   personal: Readonly<Record<string, PersonalColumn>>,
 ): Promise<SafetyCheck[]> {
-  const declared = Object.entries(personal).map(([name, column]) => {
+  // Internal ids are read as they are and tokenized by the server; the other kinds are masked at the source.
+  const declared = Object.entries(personal).flatMap(([name, column]) => {
+    const pattern = MASKED[column.kind];
+    if (!pattern) return [];
     const [schema = '', table = '', columnName = ''] = name.split('.');
-    return { schema, table, column: columnName, kind: column.kind };
+    return [{ schema, table, column: columnName, pattern }];
   });
   const arrays = [declared.map((d) => d.schema), declared.map((d) => d.table), declared.map((d) => d.column)];
 
-  // The tables behind every view that holds a declared column, followed through views of views.
+  // The tables behind every view that masks a declared column, followed through views of views: the raw data.
   const { rows: behind } = await client.query<{ target: string }>(
     `with recursive declared (oid) as (
        select c.oid from unnest($1::text[], $2::text[]) as d (schema_name, table_name)
@@ -75,8 +79,7 @@ export async function personalDataChecks(
   );
   const raw: { target: string; column: string; found: number }[] = [];
   for (const row of readable) {
-    const pattern = MASKED[declared[Number(row.i) - 1]!.kind];
-    if (!pattern) continue; // internal ids are read as they are and tokenized by the server
+    const { pattern } = declared[Number(row.i) - 1]!;
     const { rows } = await client.query<{ unmasked: number }>(
       `select count(*)::int as unmasked
          from (select ${row.col}::text as value from ${row.target} where ${row.col} is not null limit ${SAMPLE}) as sample
@@ -96,7 +99,7 @@ export async function personalDataChecks(
             .join('; '),
           fix: [...new Set(raw.map((r) => r.target))]
             .map((target) => `REVOKE SELECT ON ${target} FROM PUBLIC, ${role};`)
-            .concat('then mask those columns in the view, as reporting.customers does, and grant it again')
+            .concat('then mask those columns at the source, in the view, and grant it again')
             .join(' '),
         },
   );
