@@ -5,12 +5,18 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { CompiledQuery, Kysely } from 'kysely';
+import type { CompiledQuery, Kysely, OperationNodeSource } from 'kysely';
 import { z } from 'zod';
-import { PERSONAL_COLUMNS, type ReportingDatabase, type SourceColumn } from './db/schema.js';
+import {
+  PERSONAL_COLUMNS,
+  type PersonalColumn,
+  type PersonalKind,
+  type ReportingDatabase,
+  type SourceColumn,
+} from './db/schema.js';
 import type { AuditEntry, AuditLog, AuditOutcome } from './audit.js';
 import { createCompiler, type RawResult, type ReaderDatabase, type Statement } from './db/connect.js';
-import { readSelections } from './db/selections.js';
+import { readSelections, UnreadableSelection, type Selection } from './db/selections.js';
 import {
   ArgumentError,
   ConfigError,
@@ -21,6 +27,7 @@ import {
   errorResult,
   type ArgumentIssue,
 } from './errors.js';
+import { argumentCombinations } from './lib/argument-combinations.js';
 import { MAX_ROWS } from './lib/arguments.js';
 import { quote } from './lib/date-range.js';
 import { MASK_FOR, initials, lastFourDigits, maskEmail, type Mask, type Tokenizer } from './lib/masking.js';
@@ -31,7 +38,10 @@ export type ColumnKind = 'text' | 'integer' | 'money' | 'date' | 'timestamp';
 
 export interface ColumnSpec {
   readonly type: ColumnKind;
-  /** Where the value comes from: a readable column, or 'computed' for aggregates and expressions. */
+  /**
+   * The readable columns the value is computed from, or 'computed' when none of them is personal. A
+   * personal column anywhere in the selected expression must be listed here, with its mask.
+   */
   readonly source: SourceColumn | 'computed' | readonly [SourceColumn, ...SourceColumn[]];
   /** The treatment of a personal column; required for (and only for) columns in PERSONAL_COLUMNS. */
   readonly mask?: Mask;
@@ -63,7 +73,7 @@ export interface QueryTemplate<Args, Output extends Record<string, unknown>> {
   readonly input: z.ZodType<Args>;
   /**
    * Example arguments, as a model would send them. The first ones are shown in the description;
-   * all are checked at start-up: they must validate, and what they select must match `columns`.
+   * all must validate, and they give the start-up check its dates and numbers (see assertSelections).
    */
   readonly examples: readonly [Record<string, unknown>, ...Record<string, unknown>[]];
   readonly output: z.ZodType<Output>;
@@ -195,14 +205,18 @@ function assertTemplate(t: AnyTemplate): void {
   if (t.description.trim().length < 40) throw new ConfigError(`${where}: description is too short to choose by`);
   if (Object.keys(t.columns).length === 0) throw new ConfigError(`${where}: declares no columns`);
   for (const [alias, column] of Object.entries(t.columns)) {
-    const personal = sourcesOf(column)
-      .map((source) => PERSONAL_COLUMNS[source])
-      .find((p) => p !== undefined);
-    if (personal) {
-      const required = MASK_FOR[personal.kind];
-      if (column.mask !== required) {
+    const kinds = [...new Set(sourcesOf(column).flatMap((source) => PERSONAL_COLUMNS[source]?.kind ?? []))];
+    const masks = [...new Set(kinds.map((kind) => MASK_FOR[kind]))];
+    if (masks.length > 1) {
+      // No one treatment makes such a value safe: select each personal column on its own.
+      throw new ConfigError(
+        `${where}: column ${alias} combines personal columns that need different masks (${masks.join(', ')})`,
+      );
+    }
+    if (masks.length === 1) {
+      if (column.mask !== masks[0]) {
         throw new ConfigError(
-          `${where}: column ${alias} returns personal data (${column.source}, ${personal.kind}) and must declare mask "${required}"`,
+          `${where}: column ${alias} returns personal data (${column.source}, ${kinds.join(', ')}) and must declare mask "${masks[0]}"`,
         );
       }
     } else if (column.mask !== undefined) {
@@ -230,38 +244,80 @@ function describe(template: AnyTemplate): string {
   return `${template.description} Example input: ${shown.join(' or ')}.`;
 }
 
+/** A whole-hour zone, where templates read the rollups, and a half-hour one, where they read the orders. */
+const CHECK_ZONES = ['UTC', 'Asia/Kolkata'];
+
+/** The declared personal column a selected source is, if any ("table.column" matches it in any schema). */
+function personalSource(source: string): { key: SourceColumn; kind: PersonalKind } | undefined {
+  for (const [key, column] of Object.entries(PERSONAL_COLUMNS) as [SourceColumn, PersonalColumn][]) {
+    if (key === source || (source.split('.').length === 2 && key.endsWith(`.${source}`))) {
+      return { key, kind: column.kind };
+    }
+  }
+  return undefined;
+}
+
 /**
- * Compiles every example and holds the declared columns to what the query really selects, so a
- * template cannot return a personal column under another name or a false `source`.
+ * Compiles the template for every combination of its enumerable and optional arguments, in both kinds
+ * of zone, and holds the declared columns to what each really selects: every table column reached
+ * anywhere in a selected expression is a source, and a personal one must be declared with its mask,
+ * so a template cannot return a personal column wrapped in an expression, under another name, on a
+ * branch no example reaches, or with a false `source`.
  */
 function assertSelections(template: AnyTemplate): void {
   const where = `template ${template.name}`;
-  const compiler = createCompiler();
   for (const example of template.examples) {
-    const parsed = template.input.safeParse(example);
-    if (!parsed.success) throw new ConfigError(`${where}: example ${JSON.stringify(example)} does not validate`);
-    // A whole-hour zone and a half-hour one, so that both ways a template may read are checked.
-    for (const timeZone of ['UTC', 'Asia/Kolkata']) {
-      const compiled = template.query(compiler, parsed.data, { timeZone }).limit(1).compile();
-      const selections = readSelections(compiled.query);
-      const aliases = selections.map((s) => s.alias).sort();
-      const declared = Object.keys(template.columns).sort();
-      if (JSON.stringify(aliases) !== JSON.stringify(declared)) {
-        throw new ConfigError(`${where}: selects ${aliases.join(', ')} but declares ${declared.join(', ')}`);
+    if (!template.input.safeParse(example).success) {
+      throw new ConfigError(`${where}: example ${JSON.stringify(example)} does not validate`);
+    }
+  }
+  const compiler = createCompiler();
+  const declared = Object.keys(template.columns).sort();
+  for (const combination of argumentCombinations(where, template.input, template.examples)) {
+    const parsed = template.input.safeParse(combination);
+    if (!parsed.success) continue; // a combination the schema refuses is never compiled for a caller either
+    for (const timeZone of CHECK_ZONES) {
+      const branch = `(arguments ${JSON.stringify(parsed.data)}, time zone ${timeZone})`;
+      const capped = template.query(compiler, parsed.data, { timeZone }).limit(1);
+      // The operation tree is all the check reads: skip writing the SQL text when the builder can.
+      const query =
+        'toOperationNode' in capped ? (capped as OperationNodeSource).toOperationNode() : capped.compile().query;
+      let selections: Selection[];
+      try {
+        selections = readSelections(query, PERSONAL_SOURCES);
+      } catch (err) {
+        if (!(err instanceof UnreadableSelection)) throw err;
+        throw new ConfigError(`${where}: column ${err.alias} ${err.message} ${branch}`);
       }
-      for (const { alias, source } of selections) {
+      const aliases = selections.map((s) => s.alias).sort();
+      if (JSON.stringify(aliases) !== JSON.stringify(declared)) {
+        throw new ConfigError(`${where}: selects ${aliases.join(', ')} but declares ${declared.join(', ')} ${branch}`);
+      }
+      for (const { alias, direct, sources } of selections) {
         const column = template.columns[alias]!;
-        const personal = source !== undefined && source in PERSONAL_COLUMNS;
-        const declared = sourcesOf(column);
-        if ((personal || declared.length > 0) && source !== undefined && !declared.includes(source as SourceColumn)) {
-          throw new ConfigError(
-            `${where}: column ${alias} selects ${source} but declares source ${String(column.source)}`,
-          );
+        const declaredSources = sourcesOf(column);
+        for (const source of sources) {
+          const personal = personalSource(source);
+          if (personal && !declaredSources.includes(personal.key)) {
+            throw new ConfigError(
+              `${where}: column ${alias} selects ${personal.key}${direct ? '' : ' inside an expression'} but declares source ${String(column.source)}; ` +
+                `a personal column (${personal.kind}) must be declared as a source with mask "${MASK_FOR[personal.kind]}" ${branch}`,
+            );
+          }
+        }
+        if (direct && declaredSources.length > 0 && sources.length > 0) {
+          if (!sources.some((s) => declaredSources.includes(s as SourceColumn))) {
+            throw new ConfigError(
+              `${where}: column ${alias} selects ${sources.join(', ')} but declares source ${String(column.source)} ${branch}`,
+            );
+          }
         }
       }
     }
   }
 }
+
+const PERSONAL_SOURCES: readonly string[] = Object.keys(PERSONAL_COLUMNS);
 
 function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
   const json = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;

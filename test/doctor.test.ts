@@ -55,6 +55,7 @@ const REQUIRED_CHECKS = [
   /CREATE on any schema/,
   /temporary tables/,
   /raw personal data/,
+  /masked at the source/,
   /default_transaction_read_only/,
   /statement_timeout/,
   /write in a default transaction/,
@@ -175,7 +176,14 @@ describe('an unsafe reader role', () => {
   });
 
   it('still passes the checks the role does not break', () => {
-    for (const pattern of [/superuser/, /BYPASSRLS/, /server-file/, /temporary tables/, /raw personal data/]) {
+    for (const pattern of [
+      /superuser/,
+      /BYPASSRLS/,
+      /server-file/,
+      /temporary tables/,
+      /raw personal data/,
+      /masked at the source/,
+    ]) {
       expect(checkNamed(checks, pattern).status, String(pattern)).toBe('PASS');
     }
   });

@@ -6,7 +6,8 @@ import pg from 'pg';
 import type { Kysely } from 'kysely';
 import type { AnyTemplate, QueryContext } from '../registry.js';
 import type { ReaderDatabase } from './connect.js';
-import type { ReportingDatabase } from './schema.js';
+import { personalDataChecks } from './personal-data-checks.js';
+import { PERSONAL_COLUMNS, type PersonalColumn, type ReportingDatabase } from './schema.js';
 
 export interface SafetyCheck {
   readonly name: string;
@@ -27,9 +28,13 @@ const DANGEROUS_ROLES = [
 
 /**
  * Runs every check over one plain connection as the reader, without the startup parameters the
- * server adds, so that the role's own settings are what is checked.
+ * server adds, so that the role's own settings are what is checked. `personal` are the declared
+ * personal columns whose raw data the reader must not reach.
  */
-export async function checkReaderSafety(readerUrl: string): Promise<SafetyCheck[]> {
+export async function checkReaderSafety(
+  readerUrl: string,
+  personal: Readonly<Record<string, PersonalColumn>> = PERSONAL_COLUMNS,
+): Promise<SafetyCheck[]> {
   const client = new pg.Client({
     connectionString: readerUrl,
     application_name: 'querygate-doctor',
@@ -37,13 +42,16 @@ export async function checkReaderSafety(readerUrl: string): Promise<SafetyCheck[
   });
   await client.connect();
   try {
-    return await runChecks(client);
+    return await runChecks(client, personal);
   } finally {
     await client.end().catch(() => undefined);
   }
 }
 
-async function runChecks(client: pg.Client): Promise<SafetyCheck[]> {
+async function runChecks(
+  client: pg.Client,
+  personal: Readonly<Record<string, PersonalColumn>>,
+): Promise<SafetyCheck[]> {
   const checks: SafetyCheck[] = [];
   const { rows: roleRows } = await client.query<{
     role: string;
@@ -206,16 +214,7 @@ async function runChecks(client: pg.Client): Promise<SafetyCheck[]> {
     ...(dbRights[0]!.create ? { fix: `REVOKE CREATE ON DATABASE ${database} FROM PUBLIC, ${role};` } : {}),
   });
 
-  const { rows: raw } = await client.query<{ readable: boolean }>(
-    `select coalesce(bool_or(has_column_privilege(c.oid, a.attname, 'SELECT')), false) as readable
-       from pg_class c join pg_namespace n on n.oid = c.relnamespace join pg_attribute a on a.attrelid = c.oid
-      where n.nspname = 'sales' and c.relname = 'customers' and a.attname in ('name', 'email', 'phone')`,
-  );
-  checks.push({
-    name: 'cannot read raw personal data (sales.customers)',
-    ok: !raw[0]!.readable,
-    ...(raw[0]!.readable ? { fix: `REVOKE ALL ON sales.customers FROM PUBLIC, ${role};` } : {}),
-  });
+  checks.push(...(await personalDataChecks(client, role, personal)));
 
   const setting = async (name: string): Promise<string> =>
     (await client.query<{ value: string }>('select current_setting($1) as value', [name])).rows[0]!.value;
