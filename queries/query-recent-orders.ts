@@ -18,7 +18,7 @@ import { z } from 'zod';
 import { ordersInRange } from '../src/db/range-sql.js';
 import { ORDER_STATUSES, orderStatus, rowLimit } from '../src/lib/arguments.js';
 import { checkDateRange, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
-import { echoRange, money, rangeEcho, rowsEnvelope } from '../src/lib/result-shape.js';
+import { currency, echoRange, money, rangeEcho, rowsEnvelope } from '../src/lib/result-shape.js';
 import { defineTemplate } from '../src/registry.js';
 
 const input = z
@@ -33,7 +33,7 @@ const row = z.object({
   order_ref: z.string().describe('Opaque, stable reference of the order (not its internal id)'),
   ordered_at: z.string().describe('When the order was placed, ISO 8601 in UTC'),
   status: z.enum(ORDER_STATUSES),
-  currency: z.string(),
+  currency,
   total_amount: money,
   customer_ref: z.string().describe('Opaque, stable reference of the customer'),
   customer_initials: z.string(),

@@ -1,23 +1,28 @@
 /**
- * What were net sales in a date range, per day, ISO week, month, region or product category?
+ * What were net sales in a date range, per day, ISO week, month, region or product category, in each
+ * currency? A figure never adds two currencies: every row is one group in one currency.
  *
  * Example input: { "start_date": "2025-01-01", "end_date": "2025-03-31", "group_by": "month" }
  *
  * SQL (group_by week; day and month differ only in the labels): each day's first instant in the reporting
  * zone and its period's label are bound as arrays, so rows are cut into days exactly where the range is:
  *   select (cast($1 as text[]))[width_bucket("o"."ordered_at", cast($2 as timestamptz[]))] as "group_key",
+ *          "o"."currency",
  *          count(*) as "order_count", round(sum("o"."total_amount"), 2) as "revenue",
  *          round(sum("o"."total_amount") / count(*), 2) as "avg_order_value"
  *   from "reporting"."orders" as "o"
  *   where <ordered_at in range> and "o"."status" not in ($.., $..)
- *   group by "group_key" order by "group_key" limit $n
+ *   group by "group_key", "o"."currency" order by "group_key", "o"."currency" limit $n
  * In a zone whose offset is a whole number of hours, day, week and month read the hourly rollup
- * "reporting"."order_hours" instead (sum of order_count and total_amount per hour and status), which
- * triggers keep exact: the same figures from at most 24 x 90 x 5 rows, however many orders there are.
+ * "reporting"."order_hours" instead (sum of order_count and total_amount per hour, status and
+ * currency), which triggers keep exact: the same figures from at most 24 x 90 x 5 rows per currency,
+ * however many orders there are.
  * By region, the whole UTC days of the range come from the daily rollup "reporting"."region_days"
- * (orders and amounts per day, customer region and status) and the hours around them from the orders
- * joined to "reporting"."customers" (see netOrdersByRegionInRange). By category the sums run over
- * "reporting"."order_items" joined to "reporting"."products", counting distinct orders.
+ * (orders and amounts per day, customer region, status and currency) and the hours around them from
+ * the orders joined to "reporting"."customers" (see netOrdersByRegionInRange). By category the sums
+ * run over "reporting"."order_items" joined to "reporting"."products", counting distinct orders.
+ * Periods are listed in time order, each period's currencies alphabetically; regions and categories
+ * currency by currency, by revenue within each (revenues in two currencies do not compare).
  */
 import { sql } from 'kysely';
 import { z } from 'zod';
@@ -31,7 +36,7 @@ import {
 } from '../src/db/range-sql.js';
 import { NON_REVENUE_STATUSES, oneOf } from '../src/lib/arguments.js';
 import { checkDateRange, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
-import { count, echoRange, money, rangeEcho, rowsEnvelope } from '../src/lib/result-shape.js';
+import { count, currency, echoRange, money, rangeEcho, rowsEnvelope } from '../src/lib/result-shape.js';
 import { defineTemplate } from '../src/registry.js';
 
 const GROUPINGS = ['day', 'week', 'month', 'region', 'category'] as const;
@@ -48,9 +53,10 @@ const row = z.object({
   period: z.string().optional().describe('First day of the day, ISO week (Monday) or month, YYYY-MM-DD'),
   region: z.string().optional(),
   category: z.string().optional(),
-  order_count: count,
-  revenue: money,
-  avg_order_value: money,
+  currency,
+  order_count: count.describe('Net orders of the group in `currency`'),
+  revenue: money.describe('Net revenue of the group in `currency`, rounded to 2 decimals'),
+  avg_order_value: money.describe('revenue / order_count, in `currency`, rounded to 2 decimals'),
 });
 
 const output = z.object({
@@ -70,6 +76,7 @@ export const querySales = defineTemplate({
     'Use it for revenue, order volume and average order value questions: "revenue by region this quarter", "daily sales last month", "which category sold most in March".',
     'Net sales leave out cancelled and refunded orders. Revenue is the sum of quantity x unit price of the order items; by category, order_count is the number of orders holding at least one item of that category.',
     'Periods are labelled by their first day, which may fall before start_date; only orders inside the range are counted. Periods without sales are not listed.',
+    'Money is never added across currencies: each row is one group in one currency (its currency field), so a range with orders in several currencies gives one row per group and currency. Periods come in time order, each with its currencies alphabetically; regions and categories come currency by currency, highest revenue first within each.',
   ].join(' '),
   input,
   examples: [
@@ -82,6 +89,10 @@ export const querySales = defineTemplate({
   output,
   columns: {
     group_key: { type: 'text', source: 'computed' },
+    currency: {
+      type: 'text',
+      source: ['reporting.orders.currency', 'reporting.order_hours.currency', 'reporting.region_days.currency'],
+    },
     order_count: { type: 'integer', source: 'computed' },
     revenue: { type: 'money', source: 'computed' },
     avg_order_value: { type: 'money', source: 'computed' },
@@ -95,13 +106,15 @@ export const querySales = defineTemplate({
           .selectFrom(netOrdersByRegionInRange(db, range, ctx.timeZone).as('parts'))
           .select((eb) => [
             'parts.region as group_key',
+            'parts.currency',
             sql<string>`sum(${eb.ref('parts.order_count')})`.as('order_count'),
             sql<string>`round(sum(${eb.ref('parts.total_amount')}), 2)`.as('revenue'),
             sql<string>`round(sum(${eb.ref('parts.total_amount')}) / sum(${eb.ref('parts.order_count')}), 2)`.as(
               'avg_order_value',
             ),
           ])
-          .groupBy('parts.region')
+          .groupBy(['parts.region', 'parts.currency'])
+          .orderBy('parts.currency')
           .orderBy('revenue', 'desc')
           .orderBy('group_key');
       case 'category':
@@ -110,13 +123,15 @@ export const querySales = defineTemplate({
           .innerJoin('reporting.products as p', 'p.id', 'oi.product_id')
           .select((eb) => [
             'p.category as group_key',
+            'o.currency',
             sql<string>`count(distinct ${eb.ref('o.id')})`.as('order_count'),
             sql<string>`round(sum(${eb.ref('oi.quantity')} * ${eb.ref('oi.unit_price')}), 2)`.as('revenue'),
             sql<string>`round(sum(${eb.ref('oi.quantity')} * ${eb.ref('oi.unit_price')}) / count(distinct ${eb.ref('o.id')}), 2)`.as(
               'avg_order_value',
             ),
           ])
-          .groupBy('p.category')
+          .groupBy(['p.category', 'o.currency'])
+          .orderBy('o.currency')
           .orderBy('revenue', 'desc')
           .orderBy('group_key');
       default: {
@@ -126,24 +141,28 @@ export const querySales = defineTemplate({
             .where('h.status', 'not in', NON_REVENUE_STATUSES)
             .select((eb) => [
               localPeriodOf(eb.ref('h.hour'), range, ctx.timeZone, period).as('group_key'),
+              'h.currency',
               eb.fn.sum<string>('h.order_count').as('order_count'),
               sql<string>`round(sum(${eb.ref('h.total_amount')}), 2)`.as('revenue'),
               sql<string>`round(sum(${eb.ref('h.total_amount')}) / sum(${eb.ref('h.order_count')}), 2)`.as(
                 'avg_order_value',
               ),
             ])
-            .groupBy(sql.ref('group_key'))
-            .orderBy('group_key');
+            .groupBy([sql.ref('group_key'), 'h.currency'])
+            .orderBy('group_key')
+            .orderBy('h.currency');
         }
         return orders
           .select((eb) => [
             localPeriodOf(eb.ref('o.ordered_at'), range, ctx.timeZone, period).as('group_key'),
+            'o.currency',
             eb.fn.countAll().as('order_count'),
             sql<string>`round(sum(${eb.ref('o.total_amount')}), 2)`.as('revenue'),
             sql<string>`round(sum(${eb.ref('o.total_amount')}) / count(*), 2)`.as('avg_order_value'),
           ])
-          .groupBy(sql.ref('group_key'))
-          .orderBy('group_key');
+          .groupBy([sql.ref('group_key'), 'o.currency'])
+          .orderBy('group_key')
+          .orderBy('o.currency');
       }
     }
   },

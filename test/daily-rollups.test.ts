@@ -270,6 +270,7 @@ async function regionRollupAndOrders(): Promise<{ rollup: RegionRow[]; orders: R
 
 interface Region {
   region: string;
+  currency: string;
   order_count: number;
   revenue: number;
   avg_order_value: number;
@@ -277,18 +278,25 @@ interface Region {
 
 /** Net sales by region computed from the orders, with the range read in the zone by PostgreSQL. */
 async function regionsFromOrders(range: { start_date: string; end_date: string }, timeZone: string): Promise<Region[]> {
-  const { rows } = await scratch.admin.query<{ region: string; n: string; revenue: string; avg: string }>(
-    `select c.region, count(*)::text as n, round(sum(o.total_amount), 2)::text as revenue,
+  const { rows } = await scratch.admin.query<{
+    region: string;
+    currency: string;
+    n: string;
+    revenue: string;
+    avg: string;
+  }>(
+    `select c.region, o.currency, count(*)::text as n, round(sum(o.total_amount), 2)::text as revenue,
             round(sum(o.total_amount) / count(*), 2)::text as avg
        from sales.orders o join sales.customers c on c.id = o.customer_id
       where o.ordered_at >= ($1::timestamp at time zone $3)
         and o.ordered_at < (($2::date + 1)::timestamp at time zone $3)
         and o.status not in ('cancelled', 'refunded')
-      group by c.region order by sum(o.total_amount) desc, c.region`,
+      group by c.region, o.currency order by o.currency, sum(o.total_amount) desc, c.region`,
     [range.start_date, range.end_date, timeZone],
   );
   return rows.map((r) => ({
     region: r.region,
+    currency: r.currency,
     order_count: Number(r.n),
     revenue: Number(r.revenue),
     avg_order_value: Number(r.avg),

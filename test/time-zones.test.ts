@@ -100,9 +100,9 @@ describe('periods in the reporting time zone', () => {
       await berlin.call('query_sales', { start_date: '2025-03-29', end_date: '2025-03-31', group_by: 'day' }),
     ).rows;
     expect(rows).toEqual([
-      { period: '2025-03-29', order_count: 1, revenue: 4, avg_order_value: 4 },
-      { period: '2025-03-30', order_count: 2, revenue: 24, avg_order_value: 12 },
-      { period: '2025-03-31', order_count: 1, revenue: 32, avg_order_value: 32 }, // the cancelled order is not revenue
+      { period: '2025-03-29', currency: 'USD', order_count: 1, revenue: 4, avg_order_value: 4 },
+      { period: '2025-03-30', currency: 'USD', order_count: 2, revenue: 24, avg_order_value: 12 },
+      { period: '2025-03-31', currency: 'USD', order_count: 1, revenue: 32, avg_order_value: 32 }, // the cancelled order is not revenue
     ]);
   });
 

@@ -16,6 +16,8 @@ import {
 let harness: Harness;
 let admin: pg.Client;
 let data: SalesData;
+/** The seed's one currency: with a single currency, every row is as it would be without one, plus it. */
+let currency: string;
 
 // The last 90 days of the seeded data, and a quarter-sized window well inside it.
 const END = TEST_SEED.until;
@@ -27,6 +29,9 @@ beforeAll(async () => {
   harness = await startHarness();
   admin = await connectAdmin();
   data = await loadSalesData(admin);
+  const currencies = new Set(data.orders.map((o) => o.currency));
+  expect(currencies.size).toBe(1);
+  currency = [...currencies][0]!;
 });
 afterAll(async () => {
   await harness.close();
@@ -37,6 +42,7 @@ interface SalesRow {
   period?: string;
   region?: string;
   category?: string;
+  currency: string;
   order_count: number;
   revenue: number;
   avg_order_value: number;
@@ -58,7 +64,7 @@ function expectedSales(
   return new Map(
     [...groups].map(([k, g]) => [
       k,
-      { order_count: g.count, revenue: money(g.cents), avg_order_value: money(g.cents / g.count) },
+      { currency, order_count: g.count, revenue: money(g.cents), avg_order_value: money(g.cents / g.count) },
     ]),
   );
 }
@@ -177,6 +183,7 @@ describe('query_sales', () => {
       const g = groups.get(row.category!)!;
       expect(row).toEqual({
         category: row.category,
+        currency,
         order_count: g.orders.size,
         revenue: money(g.cents),
         avg_order_value: money(g.cents / g.orders.size),
@@ -216,6 +223,7 @@ describe('query_top_products', () => {
         sku: product.sku,
         name: product.name,
         category: product.category,
+        currency,
         units: p.units,
         revenue: money(p.cents),
       };
@@ -377,7 +385,13 @@ describe('in a zone with a half-hour offset (read from the orders, not the hourl
       expect(days.rows).toEqual(
         [...groups.keys()].sort().map((period) => {
           const g = groups.get(period)!;
-          return { period, order_count: g.count, revenue: money(g.cents), avg_order_value: money(g.cents / g.count) };
+          return {
+            period,
+            currency,
+            order_count: g.count,
+            revenue: money(g.cents),
+            avg_order_value: money(g.cents / g.count),
+          };
         }),
       );
     } finally {

@@ -127,8 +127,9 @@ function netOrdersBetween(db: Kysely<ReportingDatabase>, from: RawBuilder<Date>,
 }
 
 /**
- * Net order items in the range, as (product_id, units, revenue) parts to be summed per product: the
- * whole UTC days from the daily product rollup, the hours around them from the items.
+ * Net order items in the range, as (product_id, currency, units, revenue) parts to be summed per
+ * product and currency: the whole UTC days from the daily product rollup, the hours around them from
+ * the items.
  */
 export function netItemsInRange(db: Kysely<ReportingDatabase>, range: ResolvedRange, timeZone: string) {
   return acrossUtcDays(
@@ -142,6 +143,7 @@ export function netItemsInRange(db: Kysely<ReportingDatabase>, range: ResolvedRa
         .where('d.status', 'not in', NON_REVENUE_STATUSES)
         .select((eb) => [
           'd.product_id',
+          'd.currency',
           sql<string>`${eb.ref('d.units')}`.as('units'),
           sql<string>`${eb.ref('d.revenue')}`.as('revenue'),
         ]),
@@ -150,6 +152,7 @@ export function netItemsInRange(db: Kysely<ReportingDatabase>, range: ResolvedRa
         .innerJoin('reporting.order_items as oi', 'oi.order_id', 'o.id')
         .select((eb) => [
           'oi.product_id',
+          'o.currency',
           sql<string>`${eb.ref('oi.quantity')}::bigint`.as('units'),
           sql<string>`${eb.ref('oi.quantity')} * ${eb.ref('oi.unit_price')}`.as('revenue'),
         ]),
@@ -157,8 +160,9 @@ export function netItemsInRange(db: Kysely<ReportingDatabase>, range: ResolvedRa
 }
 
 /**
- * Net orders in the range, as (region, order_count, total_amount) parts to be summed per region: the
- * whole UTC days from the daily region rollup, the hours around them from the orders.
+ * Net orders in the range, as (region, currency, order_count, total_amount) parts to be summed per
+ * region and currency: the whole UTC days from the daily region rollup, the hours around them from
+ * the orders.
  */
 export function netOrdersByRegionInRange(db: Kysely<ReportingDatabase>, range: ResolvedRange, timeZone: string) {
   return acrossUtcDays(
@@ -172,6 +176,7 @@ export function netOrdersByRegionInRange(db: Kysely<ReportingDatabase>, range: R
         .where('r.status', 'not in', NON_REVENUE_STATUSES)
         .select((eb) => [
           'r.region',
+          'r.currency',
           sql<string>`${eb.ref('r.order_count')}`.as('order_count'),
           sql<string>`${eb.ref('r.total_amount')}`.as('total_amount'),
         ]),
@@ -180,6 +185,7 @@ export function netOrdersByRegionInRange(db: Kysely<ReportingDatabase>, range: R
         .innerJoin('reporting.customers as c', 'c.id', 'o.customer_id')
         .select((eb) => [
           'c.region',
+          'o.currency',
           sql<string>`1::bigint`.as('order_count'),
           sql<string>`${eb.ref('o.total_amount')}`.as('total_amount'),
         ]),

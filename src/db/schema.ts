@@ -43,27 +43,31 @@ export interface ReportingCustomers {
   created_at: ReadOnly<Date>;
 }
 
+/** Orders per UTC hour, status and currency, kept by triggers (migrations 0005, 0010). */
 export interface ReportingOrderHours {
   hour: ReadOnly<Date>;
   status: ReadOnly<string>;
+  currency: ReadOnly<string>;
   order_count: Int8;
   total_amount: Numeric;
 }
 
-/** Order items per UTC day, product and order status, kept by triggers (migration 0007). */
+/** Order items per UTC day, product, order status and currency, kept by triggers (migrations 0007, 0010). */
 export interface ReportingProductDays {
   day: ReadOnly<Date>;
   product_id: Int8;
   status: ReadOnly<string>;
+  currency: ReadOnly<string>;
   units: Int8;
   revenue: Numeric;
 }
 
-/** Orders per UTC day, customer region and status, kept by triggers (migration 0008). */
+/** Orders per UTC day, customer region, status and currency, kept by triggers (migrations 0008, 0010). */
 export interface ReportingRegionDays {
   day: ReadOnly<Date>;
   region: ReadOnly<string>;
   status: ReadOnly<string>;
+  currency: ReadOnly<string>;
   order_count: Int8;
   total_amount: Numeric;
 }

@@ -33,6 +33,8 @@ const SPAN_DAYS = 730;
 const PRODUCT_COUNT = 150;
 const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
+/** Every demo order's currency: the demo shop sells in one. */
+const CURRENCY = 'USD';
 /** The row triggers that keep the rollups (migrations 0005, 0007, 0008): off while loading, which fills the rollups itself. */
 const ROLLUP_TRIGGERS = [
   ['sales.orders', 'orders_order_hours'],
@@ -171,11 +173,11 @@ function itemsOf(index: number, products: readonly Product[]): { product: number
 
 type Rollup = 'order_hours' | 'product_days' | 'region_days';
 
-/** Each rollup's columns: its key (UTC hour or day first), then a count and an amount. */
+/** Each rollup's columns: its key (UTC hour or day first, currency last), then a count and an amount. */
 const ROLLUP_COLUMNS: readonly (readonly [Rollup, string])[] = [
-  ['order_hours', 'hour, status, order_count, total_amount'],
-  ['product_days', 'day, product_id, status, units, revenue'],
-  ['region_days', 'day, region, status, order_count, total_amount'],
+  ['order_hours', 'hour, status, currency, order_count, total_amount'],
+  ['product_days', 'day, product_id, status, currency, units, revenue'],
+  ['region_days', 'day, region, status, currency, order_count, total_amount'],
 ];
 
 /**
@@ -331,11 +333,11 @@ export async function seedDatabase(adminUrl: string, options: SeedOptions, logge
           for (const item of itemsOf(i, products)) {
             const amount = item.quantity * products[item.product]!.priceCents;
             total += amount;
-            rollups.add('product_days', `${day}\t${item.product + 1}\t${status}`, item.quantity, amount);
+            rollups.add('product_days', `${day}\t${item.product + 1}\t${status}\t${CURRENCY}`, item.quantity, amount);
           }
-          rollups.add('order_hours', `${Math.floor(at / HOUR_MS) * HOUR_MS}\t${status}`, 1, total);
-          rollups.add('region_days', `${day}\t${regionOf[customer]}\t${status}`, 1, total);
-          yield `${i + 1}\t${customer}\t${status}\t${new Date(at).toISOString()}\tUSD\t${cents(total)}\n`;
+          rollups.add('order_hours', `${Math.floor(at / HOUR_MS) * HOUR_MS}\t${status}\t${CURRENCY}`, 1, total);
+          rollups.add('region_days', `${day}\t${regionOf[customer]}\t${status}\t${CURRENCY}`, 1, total);
+          yield `${i + 1}\t${customer}\t${status}\t${new Date(at).toISOString()}\t${CURRENCY}\t${cents(total)}\n`;
         }
       },
     );

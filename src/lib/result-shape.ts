@@ -4,7 +4,11 @@ import { MAX_ROWS } from './arguments.js';
 import { resolveRange } from './date-range.js';
 import { dayStart } from './local-day.js';
 
-export const money = z.number().describe('Amount in the order currency, rounded to 2 decimals');
+export const money = z.number().describe('Amount in `currency`, rounded to 2 decimals');
+/** The currency of a row's money figures: each figure sums one currency only, never several. */
+export const currency = z
+  .string()
+  .describe('ISO 4217 code of the currency every money figure in this row is in (USD, EUR, JPY, ...)');
 export const count = z.number().int().nonnegative();
 
 /** The range a result covers, as resolved by the server. */

@@ -9,6 +9,7 @@ export interface RawOrder {
   customerId: number;
   status: string;
   orderedAt: Date;
+  currency: string;
   totalCents: number;
 }
 export interface RawItem {
@@ -44,7 +45,7 @@ const toCents = (value: string): number => {
 
 export async function loadSalesData(admin: pg.Client): Promise<SalesData> {
   const orders = await admin.query(
-    'select id, customer_id, status, ordered_at, total_amount::text as total from sales.orders',
+    'select id, customer_id, status, ordered_at, currency, total_amount::text as total from sales.orders',
   );
   const items = await admin.query(
     'select order_id, product_id, quantity, unit_price::text as price from sales.order_items',
@@ -57,6 +58,7 @@ export async function loadSalesData(admin: pg.Client): Promise<SalesData> {
       customerId: Number(r.customer_id),
       status: r.status as string,
       orderedAt: r.ordered_at as Date,
+      currency: r.currency as string,
       totalCents: toCents(r.total as string),
     })),
     items: items.rows.map((r) => ({
