@@ -8,6 +8,7 @@ import { createAuditLog } from './audit.js';
 import type { Config } from './config.js';
 import { connectReader, redactUrl, type ReaderDatabase } from './db/connect.js';
 import { checkReaderSafety, formatReport, type SafetyCheck } from './db/doctor.js';
+import { createReadinessProbe } from './db/readiness.js';
 import { DEFAULT_SEED_ORDERS, defaultSeedUntil } from './db/seed.js';
 import { ConfigError, classifyDatabaseError } from './errors.js';
 import { createCallLimits } from './limits.js';
@@ -27,11 +28,24 @@ async function databaseKnowsZone(reader: ReaderDatabase, zone: string): Promise<
 
 export interface App {
   readonly deps: ServerDeps;
-  /** For /readyz: the role was checked and the database answers now (probed at most once a second). */
+  /**
+   * For /readyz: the role was checked and the database answers now, on a connection of the probe's
+   * own (at most one probe a second, each answered within PROBE_TIMEOUT_MS).
+   */
   probeReady(): Promise<boolean>;
-  /** Stops after the calls in flight finish (bounded), then closes the pool and the embedded database. */
+  /**
+   * Waits for the calls in flight, up to QUERYGATE_SHUTDOWN_TIMEOUT_MS; then cancels those still
+   * running, which end with `shutting_down`, and gives them STOP_GRACE_MS to let go of their connections.
+   */
+  drain(): Promise<void>;
+  /** Drains, then closes the pool, the probe connection, the audit log and the embedded database. */
   stop(): Promise<void>;
 }
+
+/** The longest a readiness probe takes, connecting included: Kubernetes' default probe timeout is 1 s. */
+export const PROBE_TIMEOUT_MS = 1000;
+/** After the shutdown timeout: how long cancelled calls get to end, and the pool to close. */
+export const STOP_GRACE_MS = 1000;
 
 export interface OpenDatabase {
   readonly readerUrl: string;
@@ -40,8 +54,11 @@ export interface OpenDatabase {
   stop(): Promise<void>;
 }
 
-/** The reader's database: DATABASE_URL, or the embedded default, created and seeded on first start. */
-export async function openDatabase(config: Config, logger: Logger): Promise<OpenDatabase> {
+/**
+ * The reader's database: DATABASE_URL, or the embedded default, created and seeded on first start.
+ * An abort (a signal during start-up) stops the embedded database between its steps and gives up.
+ */
+export async function openDatabase(config: Config, logger: Logger, signal?: AbortSignal): Promise<OpenDatabase> {
   if (config.databaseUrl !== undefined) {
     return { readerUrl: config.databaseUrl, tokenKey: undefined, stop: async () => undefined };
   }
@@ -51,6 +68,7 @@ export async function openDatabase(config: Config, logger: Logger): Promise<Open
       dataDir: config.dataDir ?? defaultDataDir(),
       readerRole: config.readerRole,
       seedIfEmpty: { orders: DEFAULT_SEED_ORDERS, until: defaultSeedUntil() },
+      signal,
     },
     logger,
   );
@@ -61,14 +79,18 @@ export interface AppOptions {
   readonly allowUnsafeRole: boolean;
   /** Called when the database, reachable at last, turns out to be unsafe: the server must not go on. */
   readonly onFatal: (error: Error) => void;
+  /** Aborted by a stop signal during start-up: start-up then stops what it started and throws. */
+  readonly signal?: AbortSignal;
 }
 
 const MAX_BACKOFF_MS = 30_000;
 
+const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref());
+
 export async function startApp(config: Config, logger: Logger, options: AppOptions): Promise<App> {
   const registry = createRegistry(templates);
   const audit = createAuditLog(config.auditLog);
-  const database = await openDatabase(config, logger);
+  const database = await openDatabase(config, logger, options.signal);
   const readerUrl = database.readerUrl;
   let tokenKey = config.tokenKey ?? database.tokenKey;
   if (tokenKey === undefined) {
@@ -130,28 +152,38 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
   await attempt(1000);
 
   logger.info('serving', { database: target, time_zone: config.timeZone, tools: registry.tools.length, ready });
-  // One probe at a time, and at most one a second: /readyz is unauthenticated and must not be a way
-  // to take connections from tool calls.
+  // One probe at a time, at most one a second, on one connection of its own: /readyz is
+  // unauthenticated and must not take connections from tool calls, nor wait behind them.
+  const probe = createReadinessProbe(readerUrl, { timeoutMs: PROBE_TIMEOUT_MS }, logger);
   let lastProbe = { at: 0, ok: false };
   let probing: Promise<boolean> | undefined;
   const probeReady = async (): Promise<boolean> => {
     if (!ready) return false;
     if (Date.now() - lastProbe.at < 1000) return lastProbe.ok;
-    probing ??= reader
-      .execute({ sql: 'select 1', parameters: [] }, AbortSignal.timeout(2000))
-      .then(
-        () => true,
-        () => false,
-      )
-      .then((ok) => {
-        lastProbe = { at: Date.now(), ok };
-        probing = undefined;
-        return ok;
-      });
+    probing ??= probe.check().then((ok) => {
+      lastProbe = { at: Date.now(), ok };
+      probing = undefined;
+      return ok;
+    });
     return probing;
   };
+
+  // Aborted at the shutdown deadline: the registry cancels every call still running.
+  const stopping = new AbortController();
+  let draining: Promise<void> | undefined;
+  const drain = (): Promise<void> =>
+    (draining ??= (async () => {
+      clearTimeout(retry);
+      if (await limits.drain(config.shutdownTimeoutMs)) return;
+      logger.warn('stopping: cancelling the calls still running', { active: limits.active });
+      stopping.abort();
+      if (!(await limits.drain(STOP_GRACE_MS))) {
+        logger.warn('stopping with calls still running', { active: limits.active });
+      }
+    })());
   return {
     probeReady,
+    drain,
     deps: {
       registry,
       db: reader,
@@ -161,12 +193,13 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
       limits,
       ctx: { timeZone: config.timeZone },
       isReady: () => ready,
+      shutdown: stopping.signal,
     },
     stop: async () => {
-      clearTimeout(retry);
-      const drained = await limits.drain(config.shutdownTimeoutMs);
-      if (!drained) logger.warn('stopping with calls still running', { active: limits.active });
-      await reader.close().catch(() => undefined);
+      await drain();
+      // pool.end() waits for connections still checked out; a stalled database must not hold the exit.
+      await Promise.race([reader.close().catch(() => undefined), delay(STOP_GRACE_MS)]);
+      await probe.close();
       audit.close();
       await database.stop().catch(() => undefined);
     },

@@ -5,7 +5,8 @@
 import { closeSync, fstatSync, openSync, writeSync } from 'node:fs';
 import { ConfigError } from './errors.js';
 
-export type AuditOutcome = 'ok' | 'rejected' | 'failed' | 'refused' | 'unknown_tool';
+/** `cancelled`: the client cancelled the call or went away before its answer. */
+export type AuditOutcome = 'ok' | 'rejected' | 'failed' | 'refused' | 'cancelled' | 'unknown_tool';
 
 export interface AuditEntry {
   readonly request_id: string;

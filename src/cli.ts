@@ -4,7 +4,7 @@ import './node-compat.js'; // first: before pg is loaded
 import { createServer as createNetServer } from 'node:net';
 import { parseArgs } from 'node:util';
 import { templates } from '../queries/index.js';
-import { openDatabase, startApp } from './app.js';
+import { openDatabase, startApp, STOP_GRACE_MS, type App } from './app.js';
 import { loadAuthenticator } from './auth.js';
 import { loadConfig, type Config } from './config.js';
 import { connectReader, redactUrl } from './db/connect.js';
@@ -123,13 +123,27 @@ async function serve(
   let fatal: ((error: Error) => void) | undefined;
   const failed = new Promise<never>((_, reject) => (fatal = reject));
   failed.catch(() => undefined);
+  // Taken first, so that a signal during start-up (the embedded database starting, migrations)
+  // stops cleanly too. Once only: a second signal ends the process at once, as a way out.
+  const stopping = new AbortController();
+  const stop = (): void => stopping.abort();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  const stopSignal = new Promise<void>((resolve) => stopping.signal.addEventListener('abort', () => resolve()));
   // Fail on a taken port before spending seconds on the database.
   if (options.http) await assertPortFree(options.host, options.port);
-  const app = await startApp(config, logger, { allowUnsafeRole: options.allowUnsafeRole, onFatal: (e) => fatal?.(e) });
-  const stopSignal = new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
+  let app: App;
+  try {
+    app = await startApp(config, logger, {
+      allowUnsafeRole: options.allowUnsafeRole,
+      onFatal: (e) => fatal?.(e),
+      signal: stopping.signal,
+    });
+  } catch (err) {
+    if (!stopping.signal.aborted) throw err;
+    logger.info('stopped during start-up');
+    return;
+  }
 
   try {
     if (options.http) {
@@ -157,7 +171,11 @@ async function serve(
         await Promise.race([stopSignal, failed]);
       } finally {
         logger.info('stopping: no new requests; waiting for calls in flight');
-        await http.close();
+        const closed = http.close();
+        await app.drain();
+        // The calls are over; their answers get a moment to go out before the last connections are cut.
+        await Promise.race([closed, delay(STOP_GRACE_MS)]);
+        http.server.closeAllConnections();
       }
     } else {
       if (process.stdin.isTTY) {
@@ -165,14 +183,19 @@ async function serve(
       }
       const served = serveStdio(createServer(app.deps, { id: 'stdio' }), {
         maxInFlight: config.maxConcurrentPerCaller,
+        stopping: stopping.signal,
       });
       await Promise.race([served, stopSignal, failed]);
+      // From here on, new requests are refused with an error instead of being run.
+      stopping.abort();
       logger.info('stopping: the client closed the session or a signal came');
     }
   } finally {
     await app.stop();
   }
 }
+
+const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref());
 
 async function doctor(config: Config, logger: Logger): Promise<void> {
   const database = await openDatabase(config, logger);

@@ -28,7 +28,8 @@ export class ArgumentError extends Error {
   }
 }
 
-export type InfraErrorCode = 'database_unavailable' | 'timeout' | 'busy' | 'rate_limited' | 'query_failed';
+export type InfraErrorCode =
+  'database_unavailable' | 'timeout' | 'busy' | 'rate_limited' | 'query_failed' | 'shutting_down';
 
 const INFRA_TEXT: Record<InfraErrorCode, (retryAfter: number) => string> = {
   database_unavailable: () => 'The database is unavailable right now. Retry in a few seconds.',
@@ -36,6 +37,7 @@ const INFRA_TEXT: Record<InfraErrorCode, (retryAfter: number) => string> = {
   busy: (s) => `The server is busy. Retry in ${s} second${s === 1 ? '' : 's'}.`,
   rate_limited: (s) => `Too many calls: the rate limit is reached. Retry in ${s} second${s === 1 ? '' : 's'}.`,
   query_failed: () => 'The query failed on the server. Retrying will not help; report the request id.',
+  shutting_down: () => 'The server is stopping and cancelled the query before it finished. Retry in a few seconds.',
 };
 
 export class InfraError extends Error {

@@ -115,6 +115,8 @@ export interface CallDeps {
   readonly ctx: QueryContext;
   /** False until the start-up safety check has passed against a reachable database. */
   readonly isReady: () => boolean;
+  /** Aborted when a stopping server gives up waiting: calls still running are cancelled. */
+  readonly shutdown?: AbortSignal;
 }
 
 /** Who is calling: a token's name and toolset, or the stdio session. */
@@ -411,6 +413,12 @@ async function runTemplate(
 
   const admission = await deps.limits.admit(options.caller.id);
   if (!admission.ok) return fail(new InfraError(admission.code, undefined, admission.retryAfterSeconds));
+  // The client cancelling and the server stopping both cancel the running query.
+  const abort = new AbortController();
+  const cancel = (): void => abort.abort();
+  options.signal?.addEventListener('abort', cancel, { once: true });
+  deps.shutdown?.addEventListener('abort', cancel, { once: true });
+  if (options.signal?.aborted || deps.shutdown?.aborted) cancel();
   try {
     if (!deps.isReady()) return fail(new InfraError('database_unavailable'));
     const cap = Math.min(template.rowLimit?.(args) ?? MAX_ROWS, MAX_ROWS);
@@ -418,8 +426,17 @@ async function runTemplate(
     let dataAsOf: string;
     try {
       dataAsOf = new Date().toISOString();
-      result = await deps.db.execute(statementFor(entry, args, cap, deps), options.signal);
+      result = await deps.db.execute(statementFor(entry, args, cap, deps), abort.signal);
     } catch (err) {
+      if (options.signal?.aborted) {
+        // Nobody waits for this answer: the client gave up, which is neither a timeout nor a failure.
+        audit('cancelled');
+        return {
+          isError: true,
+          content: [{ type: 'text', text: `The call was cancelled. (request_id: ${requestId})` }],
+        };
+      }
+      if (deps.shutdown?.aborted) return fail(new InfraError('shutting_down'));
       return fail(classifyDatabaseError(err), err);
     }
 
@@ -435,6 +452,8 @@ async function runTemplate(
       return fail(new InfraError('query_failed'), err);
     }
   } finally {
+    options.signal?.removeEventListener('abort', cancel);
+    deps.shutdown?.removeEventListener('abort', cancel);
     admission.release();
   }
 }

@@ -1,4 +1,5 @@
 /** The embedded default as a newcomer meets it: first start creates, migrates and seeds; one owner at a time. */
+import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -98,6 +99,39 @@ describe('the embedded default', () => {
       expect(() => process.kill(pid, 0)).toThrow(); // the orphan is gone
     } finally {
       await next.client.close();
+    }
+  });
+});
+
+describe('a stop signal during start-up', () => {
+  it('item 11: SIGTERM during the first start (migrations) stops the embedded database, releases the lock and exits 0', async () => {
+    const folder = await mkdtemp(join(tmpdir(), 'querygate-embedded-stop-'));
+    await chmod(folder, 0o755);
+    const cli = startCli(['serve'], { QUERYGATE_DATA_DIR: folder });
+    try {
+      // The cluster runs and the migrations have begun: the process is in the middle of its start-up.
+      await cli.waitForLog(/"msg":"migration"/, 120_000);
+      cli.child.kill('SIGTERM');
+      // A hang detector: the rest of the first start (migrations, demo data) and the stop take seconds.
+      const code = await Promise.race([cli.exited, new Promise((r) => setTimeout(() => r('hung'), 60_000))]);
+      expect(code, cli.stderr()).toBe(0);
+      expect(existsSync(join(folder, 'querygate.lock'))).toBe(false);
+      // postgres removes its pid file when it shuts down cleanly.
+      expect(existsSync(join(folder, 'pg', 'postmaster.pid'))).toBe(false);
+    } finally {
+      await cli.stop();
+      // Should the process have died without stopping it, the postgres it started must not outlive the test.
+      const pidFile = await readFile(join(folder, 'pg', 'postmaster.pid'), 'utf8').catch(() => undefined);
+      const pid = pidFile ? Number.parseInt(pidFile.split('\n')[0]!, 10) : NaN;
+      if (Number.isInteger(pid)) {
+        try {
+          process.kill(pid, 'SIGINT');
+          for (let i = 0; i < 100 && existsSync(`/proc/${pid}`); i++) await new Promise((r) => setTimeout(r, 100));
+        } catch {
+          // already gone
+        }
+      }
+      await rm(folder, { recursive: true, force: true });
     }
   });
 });

@@ -1,5 +1,6 @@
 /** The built CLI over Streamable HTTP, through the SDK's HTTP client and through raw requests. */
 import { request } from 'node:http';
+import { networkInterfaces } from 'node:os';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -10,6 +11,9 @@ let server: RunningCli;
 let url: URL;
 let authed: RunningCli;
 let authedUrl: URL;
+/** Bound to every address with a token, as a replica in a cluster runs. */
+let open: RunningCli;
+let openUrl: URL;
 const TOKEN = 'http-test-token-0123456789';
 
 beforeAll(async () => {
@@ -18,10 +22,13 @@ beforeAll(async () => {
   authed = startCli(['serve', '--http', '--port', '0'], { ...env, QUERYGATE_HTTP_TOKEN: TOKEN });
   url = new URL((await server.waitForLog(/listening on (http:\/\/[^"\s]+\/mcp)/))[1]!);
   authedUrl = new URL((await authed.waitForLog(/listening on (http:\/\/[^"\s]+\/mcp)/))[1]!);
+  open = startCli(['serve', '--http', '--host', '0.0.0.0', '--port', '0'], { ...env, QUERYGATE_HTTP_TOKEN: TOKEN });
+  openUrl = new URL((await open.waitForLog(/listening on (http:\/\/[^"\s]+\/mcp)/))[1]!);
 });
 afterAll(async () => {
   expect(await server.stop()).toBe(0);
   expect(await authed.stop()).toBe(0);
+  expect(await open.stop()).toBe(0);
 });
 
 async function connect(target: URL, headers: Record<string, string> = {}): Promise<Client> {
@@ -135,5 +142,52 @@ describe('with a bearer token configured', () => {
     } finally {
       await client.close();
     }
+  });
+});
+
+describe('probes of a server bound to every address', () => {
+  /** The machine's own address, as a kubelet or load balancer reaches a pod; loopback when it has none. */
+  const machineAddress =
+    Object.values(networkInterfaces())
+      .flat()
+      .find((a) => a?.family === 'IPv4' && !a.internal)?.address ?? '127.0.0.1';
+
+  it('item 7: /healthz and /readyz answer 200 whatever the Host and Origin, while /mcp keeps refusing them', async () => {
+    const port = openUrl.port;
+    const throughMachine = new URL(`http://${machineAddress}:${port}/`);
+    const loopback = new URL(`http://127.0.0.1:${port}/`);
+    const cases: { target: URL; headers: Record<string, string> }[] = [
+      { target: throughMachine, headers: {} }, // Host: <machine address>:<port>, set by node:http
+      { target: loopback, headers: { host: `querygate.default.svc:3111` } },
+      { target: loopback, headers: { host: `10.1.2.3:${port}`, origin: 'https://evil.example' } },
+    ];
+    for (const { target, headers } of cases) {
+      for (const path of ['/healthz', '/readyz']) {
+        const res = await raw(new URL(path, target), { method: 'GET', headers });
+        expect(res.status, `${path} ${JSON.stringify(headers)} via ${target.host}`).toBe(200);
+        expect(JSON.parse(res.body)).toEqual({ status: 'ok' });
+      }
+      // The DNS-rebinding check still guards the endpoint that carries data, even with the right token.
+      const mcp = await raw(new URL('/mcp', target), {
+        headers: { ...headers, authorization: `Bearer ${TOKEN}` },
+        body: listTools,
+      });
+      expect(mcp.status, `/mcp ${JSON.stringify(headers)} via ${target.host}`).toBe(403);
+    }
+    // Through an allowed Host the token still opens /mcp: the refusals above were the Host check.
+    const allowed = await raw(new URL('/mcp', loopback), {
+      headers: { authorization: `Bearer ${TOKEN}` },
+      body: listTools,
+    });
+    expect(allowed.status).toBe(200);
+  });
+
+  it('item 7: the probes take GET only', async () => {
+    const res = await raw(new URL(`http://127.0.0.1:${openUrl.port}/readyz`), {
+      headers: { host: 'querygate.default.svc:3111' },
+      body: listTools,
+    });
+    expect(res.status).toBe(405);
+    expect(res.headers.allow).toBe('GET');
   });
 });

@@ -26,6 +26,11 @@ export interface EmbeddedOptions {
   readonly port?: number;
   /** Demo data for a database that holds no orders yet. */
   readonly seedIfEmpty?: Omit<SeedOptions, 'replace'>;
+  /**
+   * A stop signal during start-up: checked between the steps, each of which is left to finish, and
+   * then the cluster is stopped and the lock released as after any failed start.
+   */
+  readonly signal?: AbortSignal;
 }
 
 export interface EmbeddedDatabase {
@@ -61,7 +66,9 @@ export async function startEmbedded(options: EmbeddedOptions, logger: Logger): P
 
   const releaseLock = await acquireLock(join(dataDir, 'querygate.lock'));
   let cluster: EmbeddedPostgres | undefined;
+  const step = (): void => options.signal?.throwIfAborted();
   try {
+    step();
     const secrets = await loadSecrets(join(dataDir, 'secrets.json'));
     await stopOrphanedPostmaster(pgDir, logger);
     const port = options.port ?? (await freePort());
@@ -86,6 +93,7 @@ export async function startEmbedded(options: EmbeddedOptions, logger: Logger): P
       logger.info('creating the embedded database', { data_dir: dataDir });
       await cluster.initialise();
     }
+    step();
     try {
       await cluster.start();
     } catch {
@@ -94,6 +102,7 @@ export async function startEmbedded(options: EmbeddedOptions, logger: Logger): P
       );
     }
 
+    step();
     const serverUrl = `postgres://${ADMIN_USER}:${encodeURIComponent(secrets.adminPassword)}@127.0.0.1:${port}/postgres`;
     await ensureDatabase(serverUrl, DATABASE);
     const adminUrl = withDatabase(serverUrl, DATABASE);
@@ -102,6 +111,7 @@ export async function startEmbedded(options: EmbeddedOptions, logger: Logger): P
       { readerRole: options.readerRole, readerPassword: secrets.readerPassword, seedIfEmpty: options.seedIfEmpty },
       logger,
     );
+    step();
     const started = cluster;
     logger.info('embedded database ready', { data_dir: dataDir, port });
     return {

@@ -1,7 +1,7 @@
 /**
  * MCP over Streamable HTTP at /mcp, stateless: every POST is one JSON-RPC message answered with one
- * JSON response, with no session, so any replica can answer any request. Bound to loopback by default, with Host and Origin checks against
- * DNS rebinding, bearer tokens (required off loopback), a request rate limit and a body size limit.
+ * JSON response, with no session, so any replica can answer any request. Bound to loopback by default, with Host and Origin checks on /mcp
+ * against DNS rebinding, bearer tokens (required off loopback), a request rate limit and a body size limit.
  */
 import {
   createServer as createHttpServer,
@@ -37,7 +37,7 @@ export interface HttpOptions {
 export interface RunningHttp {
   readonly url: string;
   readonly server: HttpServer;
-  /** Stops accepting connections; resolves when the open ones are done. */
+  /** Stops accepting connections; resolves when the open ones are done, each closed after its answer. */
   close(): Promise<void>;
 }
 
@@ -56,18 +56,25 @@ export async function serveHttp(deps: ServerDeps, options: HttpOptions, logger: 
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0];
+    // Probes come before the Host and Origin checks: a kubelet or load balancer sends the pod's
+    // address or a Service name as Host. They carry no data and run no tool, so DNS rebinding gains
+    // nothing from them; /readyz is cached for a second, so it is no way to load the database either.
+    if (path === '/healthz' || path === '/readyz') {
+      if (req.method !== 'GET') {
+        res.setHeader('allow', 'GET');
+        return sendError(res, 405, -32000, 'Method not allowed: probes take GET only');
+      }
+      const ready = path === '/healthz' || (await options.isReady());
+      res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ status: ready ? 'ok' : 'not ready' }));
+      return;
+    }
     if (!allowedHosts.has((req.headers.host ?? '').toLowerCase())) {
       return sendError(res, 403, -32000, 'Forbidden: Host not allowed');
     }
     const origin = req.headers.origin;
     if (origin !== undefined && !allowedOrigins.has(origin.toLowerCase())) {
       return sendError(res, 403, -32000, 'Forbidden: Origin not allowed');
-    }
-    if (req.method === 'GET' && (path === '/healthz' || path === '/readyz')) {
-      const ready = path === '/healthz' || (await options.isReady());
-      res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ status: ready ? 'ok' : 'not ready' }));
-      return;
     }
     if (path !== '/mcp') return sendError(res, 404, -32000, 'Not found: the MCP endpoint is /mcp');
 
@@ -129,7 +136,13 @@ export async function serveHttp(deps: ServerDeps, options: HttpOptions, logger: 
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) }).end(json);
   }
 
+  let closing = false;
   const http = createHttpServer((req, res) => {
+    // Once stopping, a connection is closed after its answer rather than kept alive for the client's
+    // next request: close() would otherwise wait for the client to drop it (about 4 s for Node's).
+    res.once('finish', () => {
+      if (closing) setImmediate(() => http.closeIdleConnections());
+    });
     handle(req, res).catch((err: unknown) => {
       logger.error('http request failed', { message: err instanceof Error ? err.message : String(err) });
       if (!res.headersSent) sendError(res, 500, -32603, 'Internal error');
@@ -162,6 +175,7 @@ export async function serveHttp(deps: ServerDeps, options: HttpOptions, logger: 
     server: http,
     close: () =>
       new Promise<void>((resolve) => {
+        closing = true;
         http.close(() => resolve());
         http.closeIdleConnections();
       }),

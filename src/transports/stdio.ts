@@ -32,7 +32,15 @@ export interface StdioOptions {
    * calls at once is then paced instead of refused as busy by the per-caller concurrency limit.
    */
   readonly maxInFlight?: number;
+  /**
+   * Aborted when the server starts to stop: from then on a request is answered with an error
+   * carrying its id instead of being run, and so are requests read but not handed over yet.
+   */
+  readonly stopping?: AbortSignal;
 }
+
+/** JSON-RPC's implementation-defined server error, for requests refused while stopping. */
+const SHUTTING_DOWN = -32000;
 
 /** A line-delimited JSON-RPC transport over a pair of streams (stdin and stdout by default). */
 export function createStdioTransport(options: StdioOptions = {}): Transport {
@@ -58,6 +66,7 @@ export function createStdioTransport(options: StdioOptions = {}): Transport {
       input.once('end', onEnd);
       input.once('error', onStreamError);
       output.once('error', onStreamError);
+      options.stopping?.addEventListener('abort', onStopping, { once: true });
     },
     send: async (message) => {
       if (closed) return;
@@ -127,10 +136,28 @@ export function createStdioTransport(options: StdioOptions = {}): Transport {
       const cancelled = cancelledRequestId(message);
       if (cancelled !== undefined) forgetWaiting(cancelled);
       deliver(message);
+    } else if (options.stopping?.aborted) {
+      refuse(id);
     } else {
       waiting.push({ id, message });
       pump();
     }
+  }
+
+  function onStopping(): void {
+    for (const { id } of waiting.splice(0)) refuse(id);
+    closeIfDone();
+  }
+
+  function refuse(id: Id): void {
+    void transport.send({
+      jsonrpc: '2.0',
+      id,
+      error: {
+        code: SHUTTING_DOWN,
+        message: 'Server shutting down: the request was not run; send it again after a restart',
+      },
+    } as unknown as JSONRPCMessage);
   }
 
   /** Hands waiting requests to the server while fewer than maxInFlight are unanswered. */
@@ -182,6 +209,7 @@ export function createStdioTransport(options: StdioOptions = {}): Transport {
     if (closed) return;
     closed = true;
     input.off('data', onData);
+    options.stopping?.removeEventListener('abort', onStopping);
     transport.onclose?.();
   }
 
