@@ -164,7 +164,7 @@ async function serve(
         logger.warn('querygate speaks MCP over stdio: launch it from an MCP client, or run `querygate serve --http`');
       }
       const served = serveStdio(createServer(app.deps, { id: 'stdio' }), {
-        maxInFlight: config.maxConcurrentPerCaller,
+        maxInFlight: app.deps.limits.callerCapacity,
       });
       await Promise.race([served, stopSignal, failed]);
       logger.info('stopping: the client closed the session or a signal came');

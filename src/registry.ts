@@ -353,7 +353,7 @@ async function runTemplate(
   const args: unknown = parsed.data;
   validArgs = parsed.data as Record<string, unknown>;
 
-  const admission = await deps.limits.admit(options.caller.id);
+  const admission = await deps.limits.admit(options.caller.id, options.signal);
   if (!admission.ok) return fail(new InfraError(admission.code, undefined, admission.retryAfterSeconds));
   try {
     if (!deps.isReady()) return fail(new InfraError('database_unavailable'));
