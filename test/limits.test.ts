@@ -105,10 +105,11 @@ describe('item 9: admission', () => {
     expect(first.ok).toBe(true);
     // Waits, then is refused when the queue timeout passes.
     expect(await limits.admit('a')).toMatchObject({ ok: false, code: 'busy' });
-    // Over its concurrency (one running, one waiting), then over the full queue (another caller waits).
+    // Over its concurrency: one running, one waiting.
     const waiting = limits.admit('a');
     expect(await limits.admit('a')).toMatchObject({ ok: false, code: 'busy' });
-    expect(await limits.admit('a')).toMatchObject({ ok: false, code: 'busy' });
+    // Over the full queue: b finds a's call in the only place.
+    expect(await limits.admit('b')).toMatchObject({ ok: false, code: 'busy' });
     expect(await waiting).toMatchObject({ ok: false, code: 'busy' });
     // Cancelled while waiting.
     const abort = new AbortController();
@@ -116,13 +117,19 @@ describe('item 9: admission', () => {
     abort.abort();
     expect(await cancelled).toMatchObject({ ok: false, code: 'busy' });
     if (first.ok) first.release();
-    // The clock has not moved: only the admitted call spent a token, so `rate - 1` calls are left.
-    for (let i = 1; i < rate; i++) {
-      const call = await limits.admit('a');
-      expect(call.ok, `call ${i + 1}`).toBe(true);
-      if (call.ok) call.release();
+    // The clock has not moved: only a's admitted call spent a token, so a has `rate - 1` calls left
+    // and b its whole rate.
+    for (const [caller, left] of [
+      ['a', rate - 1],
+      ['b', rate],
+    ] as const) {
+      for (let i = 0; i < left; i++) {
+        const call = await limits.admit(caller);
+        expect(call.ok, `${caller}: call ${i + 1}`).toBe(true);
+        if (call.ok) call.release();
+      }
+      expect(await limits.admit(caller)).toMatchObject({ ok: false, code: 'rate_limited' });
     }
-    expect(await limits.admit('a')).toMatchObject({ ok: false, code: 'rate_limited' });
   });
 
   it('item 9: a freed slot goes to the waiting caller with the fewest calls running, then the one served least recently', async () => {
