@@ -104,7 +104,7 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
     maxConcurrentPerCaller: config.maxConcurrentPerCaller,
     maxActive: config.poolMax,
     maxQueued: config.maxQueued,
-    maxQueueWaitMs: config.statementTimeoutMs,
+    maxQueueWaitMs: config.queueTimeoutMs,
   });
 
   let ready = false;

@@ -182,7 +182,7 @@ async function serve(
         logger.warn('querygate speaks MCP over stdio: launch it from an MCP client, or run `querygate serve --http`');
       }
       const served = serveStdio(createServer(app.deps, { id: 'stdio' }), {
-        maxInFlight: config.maxConcurrentPerCaller,
+        maxInFlight: app.deps.limits.callerCapacity,
         stopping: stopping.signal,
       });
       await Promise.race([served, stopSignal, failed]);

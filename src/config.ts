@@ -28,6 +28,8 @@ export interface Config {
   readonly maxConcurrentPerCaller: number;
   /** Tool calls waiting for a database connection before more are refused as busy. */
   readonly maxQueued: number;
+  /** Longest wait for a database connection before a call is refused as busy, in milliseconds. */
+  readonly queueTimeoutMs: number;
   /** Audit log file (appended, mode 0600); undefined writes audit lines to stderr. */
   readonly auditLog: string | undefined;
   /** One bearer token for every tool. */
@@ -73,6 +75,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitPerMinute: positiveInt(env, 'QUERYGATE_RATE_LIMIT', 60),
     maxConcurrentPerCaller: positiveInt(env, 'QUERYGATE_MAX_CONCURRENT', 4),
     maxQueued: positiveInt(env, 'QUERYGATE_MAX_QUEUE', 32),
+    queueTimeoutMs: positiveInt(env, 'QUERYGATE_QUEUE_TIMEOUT_MS', 2000),
     auditLog: nonEmpty(env.QUERYGATE_AUDIT_LOG),
     httpToken: present(env, 'QUERYGATE_HTTP_TOKEN'),
     httpTokensFile: nonEmpty(env.QUERYGATE_HTTP_TOKENS_FILE),

@@ -1,16 +1,17 @@
 /**
- * Admission control for tool calls: a token bucket per caller, a cap on each caller's concurrent
- * calls, and one bounded queue in front of the connection pool. A call that cannot be admitted is
- * refused at once with how long to wait, instead of piling up.
+ * Admission control for tool calls: a token bucket per caller, a cap on each caller's calls, and
+ * one bounded queue in front of the connection pool, shared fairly between callers. A call that
+ * cannot be admitted is refused with how long to wait, instead of piling up, and a refused call
+ * costs its caller no rate token.
  */
 export interface LimitsOptions {
   /** Calls each caller may make per minute; also the bucket's size, so a burst of that many passes. */
   readonly callsPerMinute: number;
-  /** Calls one caller may have running at once. */
+  /** Calls one caller may have running or waiting at once; one more is refused as busy. */
   readonly maxConcurrentPerCaller: number;
   /** Calls running at once over all callers: the pool size. */
   readonly maxActive: number;
-  /** Calls waiting for a slot over all callers; one more is refused as busy. */
+  /** Calls waiting for a slot over all callers; beyond it a call is refused as busy. */
   readonly maxQueued: number;
   /** Longest wait in the queue before a call is refused as busy. */
   readonly maxQueueWaitMs: number;
@@ -24,10 +25,18 @@ export type Refusal =
 export type Admission = { readonly ok: true; release(): void } | ({ readonly ok: false } & Refusal);
 
 export interface CallLimits {
-  /** Admits one call of a caller, waiting in the bounded queue if every slot is taken. */
-  admit(callerId: string): Promise<Admission>;
+  /**
+   * Admits one call of a caller, waiting in the bounded queue if every slot is taken. A call whose
+   * signal aborts while it waits leaves the queue.
+   */
+  admit(callerId: string, signal?: AbortSignal): Promise<Admission>;
   /** Calls admitted and not yet released. */
   readonly active: number;
+  /**
+   * Calls one caller can have running at once without waiting: the smaller of its concurrency and
+   * the pool. A transport that paces one caller's requests to this is never refused as busy by them.
+   */
+  readonly callerCapacity: number;
   /** Resolves when no call is running (or the timeout passes), for a graceful stop. */
   drain(timeoutMs: number): Promise<boolean>;
 }
@@ -35,99 +44,197 @@ export interface CallLimits {
 export interface TokenBucket {
   /** Takes a token; returns 0, or the seconds until one is available. */
   take(key: string): number;
+  /** Gives back a token taken for something that was then refused. */
+  refund(key: string): void;
 }
 
 /** A token bucket per key, refilled continuously. Keys are callers, so the map stays small. */
 export function createTokenBuckets(perMinute: number, now: () => number = Date.now): TokenBucket {
   const buckets = new Map<string, { tokens: number; at: number }>();
   const perMs = perMinute / 60_000;
+  const refill = (key: string): { tokens: number; at: number } => {
+    const t = now();
+    const bucket = buckets.get(key) ?? { tokens: perMinute, at: t };
+    bucket.tokens = Math.min(perMinute, bucket.tokens + (t - bucket.at) * perMs);
+    bucket.at = t;
+    buckets.set(key, bucket);
+    return bucket;
+  };
   return {
     take: (key) => {
-      const t = now();
-      const bucket = buckets.get(key) ?? { tokens: perMinute, at: t };
-      bucket.tokens = Math.min(perMinute, bucket.tokens + (t - bucket.at) * perMs);
-      bucket.at = t;
-      buckets.set(key, bucket);
+      const bucket = refill(key);
       if (bucket.tokens >= 1) {
         bucket.tokens -= 1;
         return 0;
       }
       return Math.max(1, Math.ceil((1 - bucket.tokens) / perMs / 1000));
     },
+    refund: (key) => {
+      const bucket = refill(key);
+      bucket.tokens = Math.min(perMinute, bucket.tokens + 1);
+    },
   };
 }
 
+const BUSY: Refusal = { code: 'busy', retryAfterSeconds: 1 };
+
+/** A call waiting for a slot. */
+interface Waiter {
+  readonly caller: CallerState;
+  /** Order of arrival over all callers: the oldest head of queue wins a tie. */
+  readonly seq: number;
+  /** Hands it a slot (true) or refuses it as busy (false); removes it from the queue either way. */
+  settle(admitted: boolean): void;
+}
+
+/** One caller's place in admission; forgotten when it has nothing running or waiting. */
+interface CallerState {
+  readonly id: string;
+  running: number;
+  /** Its waiting calls, oldest first. */
+  readonly queue: Waiter[];
+  /** When it was last given a slot (a sequence number), so that slots go round between callers. */
+  lastAdmitted: number;
+}
+
+/**
+ * Fair admission: each caller has its own FIFO queue, and a freed slot goes to the waiting caller
+ * with the fewest calls running, then to the one served least recently. One caller that fills the
+ * pool and the queue therefore cannot make another wait behind all of its calls.
+ */
 export function createCallLimits(options: LimitsOptions): CallLimits {
   const buckets = createTokenBuckets(options.callsPerMinute, options.now);
-  const perCaller = new Map<string, number>();
-  const waiting: Array<() => void> = [];
+  const callers = new Map<string, CallerState>();
+  /** Callers with at least one waiting call. */
+  const waitingCallers = new Set<CallerState>();
+  let queued = 0;
   let active = 0;
+  let sequence = 0;
   let drained: Array<() => void> = [];
 
-  const release = (callerId: string): void => {
-    active--;
-    const mine = (perCaller.get(callerId) ?? 1) - 1;
-    if (mine === 0) perCaller.delete(callerId);
-    else perCaller.set(callerId, mine);
-    const next = waiting.shift();
-    if (next) next();
-    else if (active === 0) {
-      for (const done of drained) done();
-      drained = [];
+  const stateOf = (callerId: string): CallerState => {
+    let state = callers.get(callerId);
+    if (!state) {
+      state = { id: callerId, running: 0, queue: [], lastAdmitted: 0 };
+      callers.set(callerId, state);
     }
+    return state;
+  };
+  const forgetIfIdle = (state: CallerState): void => {
+    if (state.running === 0 && state.queue.length === 0) callers.delete(state.id);
   };
 
-  const admitted = (callerId: string): Admission => {
+  /** Gives a caller a slot; done at once when a slot is handed over, so no other call can slip in between. */
+  const grant = (state: CallerState): void => {
+    state.running++;
+    state.lastAdmitted = ++sequence;
+  };
+
+  const admitted = (state: CallerState): Admission => {
     let released = false;
     return {
       ok: true,
       release: () => {
         if (released) return;
         released = true;
-        release(callerId);
+        state.running--;
+        forgetIfIdle(state);
+        const next = nextWaiter();
+        if (next) {
+          // The slot is handed over, so `active` does not change.
+          grant(next.caller);
+          next.settle(true);
+        } else {
+          active--;
+          if (active === 0) {
+            for (const done of drained) done();
+            drained = [];
+          }
+        }
       },
     };
   };
+
+  /** The waiting call that gets the next free slot. */
+  const nextWaiter = (): Waiter | undefined => {
+    let best: Waiter | undefined;
+    for (const state of waitingCallers) {
+      const head = state.queue[0]!;
+      if (
+        !best ||
+        state.running < best.caller.running ||
+        (state.running === best.caller.running &&
+          (state.lastAdmitted < best.caller.lastAdmitted ||
+            (state.lastAdmitted === best.caller.lastAdmitted && head.seq < best.seq)))
+      ) {
+        best = head;
+      }
+    }
+    return best;
+  };
+
+  /**
+   * With the queue full, a caller holding fewer waiting calls than another takes the place of that
+   * caller's newest one, which is refused as busy; otherwise the newcomer is refused.
+   */
+  const makeRoomFor = (state: CallerState): boolean => {
+    let fullest: CallerState | undefined;
+    for (const other of waitingCallers) {
+      if (!fullest || other.queue.length > fullest.queue.length) fullest = other;
+    }
+    if (!fullest || fullest.queue.length <= state.queue.length + 1) return false;
+    fullest.queue.at(-1)!.settle(false);
+    return true;
+  };
+
+  const wait = (state: CallerState, signal: AbortSignal | undefined): Promise<boolean> =>
+    new Promise<boolean>((resolve) => {
+      const waiter: Waiter = {
+        caller: state,
+        seq: ++sequence,
+        settle: (gotSlot) => {
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', giveUp);
+          state.queue.splice(state.queue.indexOf(waiter), 1);
+          if (state.queue.length === 0) waitingCallers.delete(state);
+          queued--;
+          resolve(gotSlot);
+        },
+      };
+      const giveUp = (): void => waiter.settle(false);
+      const timer = setTimeout(giveUp, options.maxQueueWaitMs);
+      signal?.addEventListener('abort', giveUp, { once: true });
+      state.queue.push(waiter);
+      waitingCallers.add(state);
+      queued++;
+    });
 
   return {
     get active() {
       return active;
     },
-    admit: async (callerId) => {
-      const wait = buckets.take(callerId);
-      if (wait > 0) return { ok: false, code: 'rate_limited', retryAfterSeconds: wait };
-      const mine = perCaller.get(callerId) ?? 0;
-      if (mine >= options.maxConcurrentPerCaller) return { ok: false, code: 'busy', retryAfterSeconds: 1 };
-      perCaller.set(callerId, mine + 1);
+    callerCapacity: Math.max(1, Math.min(options.maxConcurrentPerCaller, options.maxActive)),
+    admit: async (callerId, signal) => {
+      const rateWait = buckets.take(callerId);
+      if (rateWait > 0) return { ok: false, code: 'rate_limited', retryAfterSeconds: rateWait };
+      const state = stateOf(callerId);
+      const refuse = (): Admission => {
+        // A refused call did not run: its token goes back, so a client that retries as told keeps its rate.
+        buckets.refund(callerId);
+        forgetIfIdle(state);
+        return { ok: false, ...BUSY };
+      };
+      if (state.running + state.queue.length >= options.maxConcurrentPerCaller) return refuse();
       if (active < options.maxActive) {
+        // A free slot means nobody waits: release() hands a slot to a waiting call before freeing it.
         active++;
-        return admitted(callerId);
+        grant(state);
+        return admitted(state);
       }
-      if (waiting.length >= options.maxQueued) {
-        perCaller.set(callerId, mine);
-        if (mine === 0) perCaller.delete(callerId);
-        return { ok: false, code: 'busy', retryAfterSeconds: 1 };
-      }
-      // Wait for a slot; the slot is handed over by release(), so `active` does not change here.
-      const gotSlot = await new Promise<boolean>((resolve) => {
-        const take = (): void => {
-          clearTimeout(timer);
-          resolve(true);
-        };
-        const timer = setTimeout(() => {
-          waiting.splice(waiting.indexOf(take), 1);
-          resolve(false);
-        }, options.maxQueueWaitMs);
-        waiting.push(take);
-      });
-      if (!gotSlot) {
-        const left = (perCaller.get(callerId) ?? 1) - 1;
-        if (left === 0) perCaller.delete(callerId);
-        else perCaller.set(callerId, left);
-        return { ok: false, code: 'busy', retryAfterSeconds: 1 };
-      }
-      active++;
-      return admitted(callerId);
+      if (signal?.aborted) return refuse();
+      if (queued >= options.maxQueued && !makeRoomFor(state)) return refuse();
+      if (!(await wait(state, signal))) return refuse();
+      return admitted(state);
     },
     drain: (timeoutMs) =>
       active === 0

@@ -411,7 +411,7 @@ async function runTemplate(
   const args: unknown = parsed.data;
   validArgs = parsed.data as Record<string, unknown>;
 
-  const admission = await deps.limits.admit(options.caller.id);
+  const admission = await deps.limits.admit(options.caller.id, options.signal);
   if (!admission.ok) return fail(new InfraError(admission.code, undefined, admission.retryAfterSeconds));
   // The client cancelling and the server stopping both cancel the running query.
   const abort = new AbortController();

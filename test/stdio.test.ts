@@ -3,6 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type pg from 'pg';
+import { readFile } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { CLI, startCli } from './support/cli.js';
@@ -160,6 +161,95 @@ describe('stdio as a pipe', () => {
     expect(answers[1]).toMatchObject({ id: 2, result: { structuredContent: { order_count: expect.any(Number) } } });
   });
 });
+
+describe('item 10: stdio under piped load', () => {
+  const rpc = (id: number, name: string, args: object): string =>
+    `${JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } })}\n`;
+
+  it('item 10: 20,000 piped tools/list requests to a reader that does not read keep memory bounded, then each is answered once', async () => {
+    const cli = startCli([], { DATABASE_URL: inject('readerUrl') });
+    const count = 20_000;
+    const requests = Array.from(
+      { length: count },
+      (_, i) => `${JSON.stringify({ jsonrpc: '2.0', id: i + 1, method: 'tools/list' })}\n`,
+    );
+    cli.child.stdin!.end(requests.join(''));
+    // Nobody reads stdout until the process has done all it can: its CPU time stops advancing,
+    // either because every answer is made (and held in memory) or because it waits for the reader.
+    const pid = cli.child.pid!;
+    await untilIdle(pid);
+    // Unbounded, the answers held for the reader (14 KB each) took the process to 380 MB here and
+    // 890 MB elsewhere; bounded, it stays at its idle size (about 85 MB). The bound is far from both.
+    const peakMb = await memoryMb(pid, 'VmHWM');
+    expect(peakMb, `peak RSS ${peakMb} MB`).toBeLessThan(200);
+
+    const lines = (await readAll(cli.child.stdout!)).trim().split('\n');
+    expect(await cli.exited, cli.stderr()).toBe(0);
+    const seen = new Map<number, number>();
+    for (const line of lines) {
+      const answer = JSON.parse(line) as { id: number; result?: { tools: unknown[] } };
+      expect(answer.result?.tools, line.slice(0, 200)).toHaveLength(4);
+      seen.set(answer.id, (seen.get(answer.id) ?? 0) + 1);
+    }
+    expect(lines).toHaveLength(count);
+    expect(seen.size).toBe(count);
+    for (let id = 1; id <= count; id++) expect(seen.get(id), `id ${id}`).toBe(1);
+  }, 180_000);
+
+  it('item 10: 500 piped calls with QUERYGATE_MAX_CONCURRENT=64, a pool of 2 and a queue of 1 are paced, none refused as busy', async () => {
+    const cli = startCli([], {
+      DATABASE_URL: inject('readerUrl'),
+      QUERYGATE_RATE_LIMIT: '100000',
+      QUERYGATE_MAX_CONCURRENT: '64',
+      QUERYGATE_POOL_MAX: '2',
+      QUERYGATE_MAX_QUEUE: '1',
+    });
+    const range = { start_date: '2025-05-01', end_date: '2025-05-31' };
+    const count = 500;
+    cli.child.stdin!.end(Array.from({ length: count }, (_, i) => rpc(i + 1, 'query_order_count', range)).join(''));
+    const lines = (await readAll(cli.child.stdout!)).trim().split('\n');
+    expect(await cli.exited, cli.stderr()).toBe(0);
+    const answers = lines.map((line) => JSON.parse(line) as { id: number; result: CallToolResult });
+    const refused = answers.filter((a) => a.result.isError);
+    expect(refused.length, JSON.stringify(refused[0]?.result.content)).toBe(0);
+    expect(answers.map((a) => a.id).sort((x, y) => x - y)).toEqual(Array.from({ length: count }, (_, i) => i + 1));
+    const { rows } = await admin.query(
+      "select count(*)::int as n from sales.orders where ordered_at >= '2025-05-01T00:00:00Z' and ordered_at < '2025-06-01T00:00:00Z'",
+    );
+    for (const answer of answers) {
+      expect((answer.result.structuredContent as { order_count: number }).order_count).toBe(rows[0].n);
+    }
+  }, 120_000);
+});
+
+/** A process's memory in MB from /proc: VmRSS now, or VmHWM, its peak. */
+async function memoryMb(pid: number, field: 'VmRSS' | 'VmHWM'): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const kb = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
+  if (!kb) throw new Error(`no ${field} in /proc/${pid}/status`);
+  return Number(kb[1]) / 1024;
+}
+
+/** CPU time (user + system) a process has used, in clock ticks. */
+async function cpuTicks(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  // The fields after the command name, which is in parentheses and may hold spaces.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
+}
+
+/** Waits (bounded) until a process uses next to no CPU over a second: it has done what it can. */
+async function untilIdle(pid: number, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let before = await cpuTicks(pid);
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const now = await cpuTicks(pid);
+    if (now - before <= 5) return;
+    if (Date.now() > deadline) throw new Error(`process ${pid} still busy after ${timeoutMs} ms`);
+    before = now;
+  }
+}
 
 function readAll(stream: Readable): Promise<string> {
   return new Promise((done, fail) => {

@@ -21,6 +21,11 @@ import {
 } from './json-rpc.js';
 
 const NEWLINE = 0x0a;
+/**
+ * Bytes of requests read and not yet handed to the server beyond which stdin is paused: what a
+ * script pipes in waits in the pipe, not in this process's memory.
+ */
+const MAX_WAITING_BYTES = 1 << 20;
 
 export interface StdioOptions {
   readonly input?: Readable;
@@ -29,7 +34,8 @@ export interface StdioOptions {
   readonly maxLineBytes?: number;
   /**
    * Requests handed to the server at a time; later lines wait in order. A script that pipes in many
-   * calls at once is then paced instead of refused as busy by the per-caller concurrency limit.
+   * calls at once is then paced instead of refused as busy: give it the calls the session can have
+   * running without waiting (CallLimits.callerCapacity).
    */
   readonly maxInFlight?: number;
   /**
@@ -57,8 +63,15 @@ export function createStdioTransport(options: StdioOptions = {}): Transport {
   /** Requests handed to the server and not answered yet, by id (a count: a client may reuse an id). */
   const inFlight = new Map<Id, number>();
   let inFlightCount = 0;
-  /** Requests read but not handed over yet, in order. */
-  const waiting: { id: Id; message: unknown }[] = [];
+  /** Requests read but not handed over yet, in order, and the bytes of their lines. */
+  const waiting: { id: Id; message: unknown; bytes: number }[] = [];
+  let waitingBytes = 0;
+  /**
+   * Set while stdout holds more than its high-water mark, until it drains: a reader that does not
+   * keep up stops the server from taking more requests, so answers wait as requests, unread in the pipe.
+   */
+  let outputFull = false;
+  let inputPaused = false;
 
   const transport: Transport = {
     start: async () => {
@@ -67,10 +80,14 @@ export function createStdioTransport(options: StdioOptions = {}): Transport {
       input.once('error', onStreamError);
       output.once('error', onStreamError);
       options.stopping?.addEventListener('abort', onStopping, { once: true });
+      output.on('drain', onDrain);
     },
     send: async (message) => {
       if (closed) return;
-      output.write(`${encodeMessage(message as JsonRpcResponse)}\n`);
+      if (!output.write(`${encodeMessage(message as JsonRpcResponse)}\n`)) {
+        outputFull = true;
+        regulateInput();
+      }
       const { id } = message as { id?: unknown };
       if (typeof id === 'string' || typeof id === 'number') settle(id);
     },
@@ -139,13 +156,16 @@ export function createStdioTransport(options: StdioOptions = {}): Transport {
     } else if (options.stopping?.aborted) {
       refuse(id);
     } else {
-      waiting.push({ id, message });
+      waiting.push({ id, message, bytes: end });
+      waitingBytes += end;
       pump();
     }
   }
 
   function onStopping(): void {
     for (const { id } of waiting.splice(0)) refuse(id);
+    waitingBytes = 0;
+    regulateInput();
     closeIfDone();
   }
 
@@ -160,14 +180,39 @@ export function createStdioTransport(options: StdioOptions = {}): Transport {
     } as unknown as JSONRPCMessage);
   }
 
-  /** Hands waiting requests to the server while fewer than maxInFlight are unanswered. */
+  /**
+   * Hands waiting requests to the server while fewer than maxInFlight are unanswered and stdout is
+   * not full, then pauses or resumes stdin to match.
+   */
   function pump(): void {
-    while (!closed && inFlightCount < maxInFlight && waiting.length > 0) {
-      const { id, message } = waiting.shift()!;
+    while (!closed && !outputFull && inFlightCount < maxInFlight && waiting.length > 0) {
+      const { id, message, bytes } = waiting.shift()!;
+      waitingBytes -= bytes;
       inFlight.set(id, (inFlight.get(id) ?? 0) + 1);
       inFlightCount++;
       deliver(message);
     }
+    regulateInput();
+  }
+
+  /**
+   * Reading stops while stdout is full or too many requests wait, and goes on when both clear. Lines
+   * answered at once (parse errors) are written without waiting, so a full stdout must stop them too.
+   */
+  function regulateInput(): void {
+    const hold = outputFull || waitingBytes >= MAX_WAITING_BYTES;
+    if (hold && !inputPaused && !inputEnded) {
+      inputPaused = true;
+      input.pause();
+    } else if (!hold && inputPaused) {
+      inputPaused = false;
+      input.resume();
+    }
+  }
+
+  function onDrain(): void {
+    outputFull = false;
+    pump();
   }
 
   function deliver(message: unknown): void {
@@ -188,8 +233,11 @@ export function createStdioTransport(options: StdioOptions = {}): Transport {
   /** A cancelled request that was still waiting is dropped; one in flight is settled as the server aborts it. */
   function forgetWaiting(id: Id): void {
     const at = waiting.findIndex((w) => w.id === id);
-    if (at !== -1) waiting.splice(at, 1);
-    else settle(id);
+    if (at !== -1) {
+      waitingBytes -= waiting[at]!.bytes;
+      waiting.splice(at, 1);
+      regulateInput();
+    } else settle(id);
   }
 
   function closeIfDone(): void {
@@ -210,6 +258,7 @@ export function createStdioTransport(options: StdioOptions = {}): Transport {
     closed = true;
     input.off('data', onData);
     options.stopping?.removeEventListener('abort', onStopping);
+    output.off('drain', onDrain);
     transport.onclose?.();
   }
 
