@@ -57,11 +57,17 @@ export function createCompiler(): Kysely<ReportingDatabase> {
 }
 
 /**
- * A pool of reader connections. Read-only mode and the timeouts are sent as startup parameters, so
- * they hold on every connection even if the role's own settings were dropped: each call is a single
- * statement in its own implicit transaction, and that transaction is READ ONLY.
+ * A pool of reader connections. Read-only mode and the timeouts are the server's own: sent as startup
+ * parameters, then set again and read back on every new connection before its first call, so they
+ * hold whatever the role's defaults say and even behind a pooler that drops startup parameters. Each
+ * call is a single statement in its own implicit transaction, and that transaction is READ ONLY.
  */
 export function connectReader(url: string, options: ReaderOptions, logger: Logger): ReaderDatabase {
+  const limits: SessionLimits = {
+    default_transaction_read_only: 'on',
+    statement_timeout: String(options.statementTimeoutMs),
+    idle_in_transaction_session_timeout: String(options.statementTimeoutMs * 2),
+  };
   const config: pg.PoolConfig = {
     connectionString: url,
     max: options.poolMax,
@@ -76,6 +82,8 @@ export function connectReader(url: string, options: ReaderOptions, logger: Logge
     // UTC and ISO dates make timestamptz text the one format the registry converts (it checks).
     options:
       '-c default_transaction_read_only=on -c plan_cache_mode=force_custom_plan -c TimeZone=UTC -c DateStyle=ISO,MDY',
+    // Once per connection, not per call: a pool connection that fails it is closed and never used.
+    onConnect: (client) => enforceLimits(client, limits, logger),
   };
   const pool = new pg.Pool(config);
   // An idle connection that dies (database restart) must not crash the server.
@@ -116,6 +124,31 @@ export function connectReader(url: string, options: ReaderOptions, logger: Logge
     },
     close: () => pool.end(),
   };
+}
+
+/** Settings every reader connection must hold, as pg_settings shows them (milliseconds, on/off). */
+type SessionLimits = Readonly<Record<string, string>>;
+
+/**
+ * Sets the server's limits on a new connection and reads them back. A role's defaults are only
+ * defaults (the role itself, or an admin, may change them), and a pooler may drop startup
+ * parameters; a connection that does not end up with these values is refused, not used unbounded.
+ */
+async function enforceLimits(client: pg.ClientBase, limits: SessionLimits, logger: Logger): Promise<void> {
+  const names = Object.keys(limits);
+  await client.query('select set_config(name, value, false) from unnest($1::text[], $2::text[]) as s (name, value)', [
+    names,
+    Object.values(limits),
+  ]);
+  const { rows } = await client.query<{ name: string; setting: string }>(
+    'select name, setting from pg_settings where name = any($1::text[])',
+    [names],
+  );
+  const wrong = names.filter((name) => rows.find((row) => row.name === name)?.setting !== limits[name]);
+  if (wrong.length > 0) {
+    logger.error('a reader connection did not keep the limits the server set; it is closed', { settings: wrong });
+    throw new Error(`reader connection refused: ${wrong.join(', ')} did not keep the value the server set`);
+  }
 }
 
 /** Every column as the text PostgreSQL sent: no Date, BigInt or float parsing for values about to be converted again. */
