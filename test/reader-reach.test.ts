@@ -9,8 +9,10 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_READER_ROLE } from '../src/config.js';
-import { withDatabase } from '../src/db/connect.js';
+import { withCredentials, withDatabase } from '../src/db/connect.js';
 import { startEmbedded, type EmbeddedDatabase } from '../src/db/embedded.js';
+import { migrateToLatest } from '../src/db/migrate.js';
+import { setReaderPassword } from '../src/db/reader-password.js';
 import { silentLogger } from '../src/logger.js';
 import { runCli } from './support/cli.js';
 import { startHarness, textOf } from './support/harness.js';
@@ -196,6 +198,45 @@ describe('item 6: what the reader can change about its own session', () => {
     } finally {
       await direct.end();
     }
+  });
+});
+
+describe('item 6: temp_file_limit when the admin is not a superuser', () => {
+  const admin = 'querygate_plain_admin';
+  const role = 'querygate_reader_plain';
+  const name = 'plain_admin_db';
+  afterAll(async () => {
+    await server?.query(`drop database if exists ${name} with (force)`);
+    for (const r of [role, admin]) await server?.query(`drop role if exists ${r}`);
+  });
+
+  it('item 6: the migrations still complete, and doctor warns that temp_file_limit is unset with the statement to run', async () => {
+    await server.query(`create role ${admin} login createrole createdb password 'plain-admin-pw'`);
+    await server.query(`create database ${name} with owner = ${admin} allow_connections = false`);
+    await server.query(`revoke connect, temporary on database ${name} from public`);
+    await server.query(`alter database ${name} with allow_connections = true`);
+    const adminUrl = withCredentials(withDatabase(database.adminUrl, name), admin, 'plain-admin-pw');
+    await migrateToLatest(adminUrl, role, silentLogger);
+    const { rows } = await server.query<{ config: string[] | null }>(
+      'select rolconfig as config from pg_roles where rolname = $1',
+      [role],
+    );
+    expect(rows[0]!.config).toEqual(expect.arrayContaining(['default_transaction_read_only=on']));
+    expect((rows[0]!.config ?? []).some((entry) => entry.startsWith('temp_file_limit='))).toBe(false);
+
+    const password = 'plain-reader-pw';
+    await setReaderPassword(server, role, password);
+    const readerUrl = withCredentials(withDatabase(database.readerUrl, name), role, password);
+    const before = await runCli(['doctor'], { DATABASE_URL: readerUrl });
+    const limit = checkNamed(parseChecks(before.stdout), 'temp_file_limit is set and cannot be lifted');
+    expect(limit).toMatchObject({ status: 'WARN', fix: `ALTER ROLE "${role}" SET temp_file_limit = '1GB';` });
+
+    await server.query(limit.fix!);
+    const after = await runCli(['doctor'], { DATABASE_URL: readerUrl });
+    expect(checkNamed(parseChecks(after.stdout), 'temp_file_limit is set and cannot be lifted')).toMatchObject({
+      status: 'PASS',
+      detail: '(is 1GB)',
+    });
   });
 });
 

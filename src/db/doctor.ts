@@ -341,6 +341,11 @@ async function checkOwnSettings(client: pg.Client, role: string): Promise<Safety
     `select name from pg_settings where context = 'user' order by name`,
   );
   const userSettable = new Set(rows.map((r) => r.name));
+  // What bounds such a session anyway: how many of them the role may open at once.
+  const { rows: connRows } = await client.query<{ connections: number }>(
+    `select rolconnlimit as connections from pg_roles where rolname = current_user`,
+  );
+  const connectionLimit = connRows[0]!.connections;
   const named = [
     'statement_timeout',
     'default_transaction_read_only',
@@ -352,7 +357,9 @@ async function checkOwnSettings(client: pg.Client, role: string): Promise<Safety
       name: 'settings a direct session can change',
       ok: true,
       warning: true,
-      detail: `${named.join(', ')} and ${userSettable.size - named.length} more: bound only on the server's own connections`,
+      detail:
+        `${named.join(', ')} and ${userSettable.size - named.length} more, held only on the server's own connections;` +
+        ` a direct session is bounded by temp_file_limit and the role's connection limit (${connectionLimit < 0 ? 'none' : connectionLimit})`,
     },
   ];
 
