@@ -64,9 +64,8 @@ export function createCompiler(): Kysely<ReportingDatabase> {
  */
 export function connectReader(url: string, options: ReaderOptions, logger: Logger): ReaderDatabase {
   const limits: SessionLimits = {
-    default_transaction_read_only: 'on',
-    statement_timeout: String(options.statementTimeoutMs),
-    idle_in_transaction_session_timeout: String(options.statementTimeoutMs * 2),
+    statement_timeout: options.statementTimeoutMs,
+    idle_in_transaction_session_timeout: options.statementTimeoutMs * 2,
   };
   const config: pg.PoolConfig = {
     connectionString: url,
@@ -126,29 +125,50 @@ export function connectReader(url: string, options: ReaderOptions, logger: Logge
   };
 }
 
-/** Settings every reader connection must hold, as pg_settings shows them (milliseconds, on/off). */
-type SessionLimits = Readonly<Record<string, string>>;
+/** Settings every reader connection must hold: read-only mode, and these two timeouts in milliseconds. */
+interface SessionLimits {
+  readonly statement_timeout: number;
+  readonly idle_in_transaction_session_timeout: number;
+}
 
 /**
- * Sets the server's limits on a new connection and reads them back. A role's defaults are only
- * defaults (the role itself, or an admin, may change them), and a pooler may drop startup
- * parameters; a connection that does not end up with these values is refused, not used unbounded.
+ * Sets the server's limits on a new connection, then reads them back in a second statement. A role's
+ * defaults are only defaults (the role itself, or an admin, may change them), and a pooler may drop
+ * startup parameters or run the second statement on another server connection; a connection that
+ * does not hold these values is refused, not used unbounded. Both statements are cheap on a new
+ * backend (no catalog view such as pg_settings to build).
  */
 async function enforceLimits(client: pg.ClientBase, limits: SessionLimits, logger: Logger): Promise<void> {
-  const names = Object.keys(limits);
-  await client.query('select set_config(name, value, false) from unnest($1::text[], $2::text[]) as s (name, value)', [
-    names,
-    Object.values(limits),
-  ]);
-  const { rows } = await client.query<{ name: string; setting: string }>(
-    'select name, setting from pg_settings where name = any($1::text[])',
-    [names],
+  await client.query(
+    `select set_config('default_transaction_read_only', 'on', false), set_config('statement_timeout', $1, false),
+            set_config('idle_in_transaction_session_timeout', $2, false)`,
+    [`${limits.statement_timeout}ms`, `${limits.idle_in_transaction_session_timeout}ms`],
   );
-  const wrong = names.filter((name) => rows.find((row) => row.name === name)?.setting !== limits[name]);
+  const { rows } = await client.query<[string, string, string]>({
+    text: `select current_setting('default_transaction_read_only'), current_setting('statement_timeout'),
+                  current_setting('idle_in_transaction_session_timeout')`,
+    rowMode: 'array',
+  });
+  const [readOnly, statementTimeout, idleTimeout] = rows[0]!;
+  const wrong = [
+    ...(readOnly === 'on' ? [] : ['default_transaction_read_only']),
+    ...(milliseconds(statementTimeout) === limits.statement_timeout ? [] : ['statement_timeout']),
+    ...(milliseconds(idleTimeout) === limits.idle_in_transaction_session_timeout
+      ? []
+      : ['idle_in_transaction_session_timeout']),
+  ];
   if (wrong.length > 0) {
     logger.error('a reader connection did not keep the limits the server set; it is closed', { settings: wrong });
     throw new Error(`reader connection refused: ${wrong.join(', ')} did not keep the value the server set`);
   }
+}
+
+const TIME_UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, min: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** A time setting as SHOW prints it ("5s", "1500ms", "2min", "0"), in milliseconds. */
+function milliseconds(shown: string): number | undefined {
+  const match = /^(\d+)(ms|s|min|h|d)?$/.exec(shown);
+  return match ? Number(match[1]) * TIME_UNITS[match[2] ?? 'ms']! : undefined;
 }
 
 /** Every column as the text PostgreSQL sent: no Date, BigInt or float parsing for values about to be converted again. */
