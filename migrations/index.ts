@@ -9,6 +9,7 @@ import { rollupHardening } from './0006-rollup-hardening.js';
 import { productDays } from './0007-product-days.js';
 import { regionDays } from './0008-region-days.js';
 import { rollupCurrency } from './0010-rollup-currency.js';
+import { readerLimits } from './0011-reader-limits.js';
 
 export function migrations(options: { readerRole: string }): Record<string, Migration> {
   return {
@@ -21,5 +22,6 @@ export function migrations(options: { readerRole: string }): Record<string, Migr
     '0007-product-days': productDays(options.readerRole),
     '0008-region-days': regionDays(options.readerRole),
     '0010-rollup-currency': rollupCurrency(options.readerRole),
+    '0011-reader-limits': readerLimits(options.readerRole),
   };
 }

@@ -7,6 +7,7 @@ import { seedDatabase } from '../src/db/seed.js';
 import { DEFAULT_READER_ROLE } from '../src/config.js';
 import { silentLogger } from '../src/logger.js';
 import { connectAdmin } from './support/harness.js';
+import { createClosedDatabase } from './support/scratch.js';
 
 const DATABASES = ['seed_check_a', 'seed_check_b'];
 let admin: pg.Client;
@@ -15,7 +16,7 @@ beforeAll(async () => {
   admin = await connectAdmin();
   for (const name of DATABASES) {
     await admin.query(`drop database if exists ${name}`);
-    await admin.query(`create database ${name}`);
+    await createClosedDatabase(admin, name);
     await migrateToLatest(withDatabase(inject('adminUrl'), name), DEFAULT_READER_ROLE, silentLogger);
   }
 });

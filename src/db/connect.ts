@@ -57,11 +57,16 @@ export function createCompiler(): Kysely<ReportingDatabase> {
 }
 
 /**
- * A pool of reader connections. Read-only mode and the timeouts are sent as startup parameters, so
- * they hold on every connection even if the role's own settings were dropped: each call is a single
- * statement in its own implicit transaction, and that transaction is READ ONLY.
+ * A pool of reader connections. Read-only mode and the timeouts are the server's own: sent as startup
+ * parameters, then set again and read back on every new connection before its first call, so they
+ * hold whatever the role's defaults say and even behind a pooler that drops startup parameters. Each
+ * call is a single statement in its own implicit transaction, and that transaction is READ ONLY.
  */
 export function connectReader(url: string, options: ReaderOptions, logger: Logger): ReaderDatabase {
+  const limits: SessionLimits = {
+    statement_timeout: options.statementTimeoutMs,
+    idle_in_transaction_session_timeout: options.statementTimeoutMs * 2,
+  };
   const config: pg.PoolConfig = {
     connectionString: url,
     max: options.poolMax,
@@ -76,6 +81,8 @@ export function connectReader(url: string, options: ReaderOptions, logger: Logge
     // UTC and ISO dates make timestamptz text the one format the registry converts (it checks).
     options:
       '-c default_transaction_read_only=on -c plan_cache_mode=force_custom_plan -c TimeZone=UTC -c DateStyle=ISO,MDY',
+    // Once per connection, not per call: a pool connection that fails it is closed and never used.
+    onConnect: (client) => enforceLimits(client, limits, logger),
   };
   const pool = new pg.Pool(config);
   // An idle connection that dies (database restart) must not crash the server.
@@ -116,6 +123,52 @@ export function connectReader(url: string, options: ReaderOptions, logger: Logge
     },
     close: () => pool.end(),
   };
+}
+
+/** Settings every reader connection must hold: read-only mode, and these two timeouts in milliseconds. */
+interface SessionLimits {
+  readonly statement_timeout: number;
+  readonly idle_in_transaction_session_timeout: number;
+}
+
+/**
+ * Sets the server's limits on a new connection, then reads them back in a second statement. A role's
+ * defaults are only defaults (the role itself, or an admin, may change them), and a pooler may drop
+ * startup parameters or run the second statement on another server connection; a connection that
+ * does not hold these values is refused, not used unbounded. Both statements are cheap on a new
+ * backend (no catalog view such as pg_settings to build).
+ */
+async function enforceLimits(client: pg.ClientBase, limits: SessionLimits, logger: Logger): Promise<void> {
+  await client.query(
+    `select set_config('default_transaction_read_only', 'on', false), set_config('statement_timeout', $1, false),
+            set_config('idle_in_transaction_session_timeout', $2, false)`,
+    [`${limits.statement_timeout}ms`, `${limits.idle_in_transaction_session_timeout}ms`],
+  );
+  const { rows } = await client.query<[string, string, string]>({
+    text: `select current_setting('default_transaction_read_only'), current_setting('statement_timeout'),
+                  current_setting('idle_in_transaction_session_timeout')`,
+    rowMode: 'array',
+  });
+  const [readOnly, statementTimeout, idleTimeout] = rows[0]!;
+  const wrong = [
+    ...(readOnly === 'on' ? [] : ['default_transaction_read_only']),
+    ...(milliseconds(statementTimeout) === limits.statement_timeout ? [] : ['statement_timeout']),
+    ...(milliseconds(idleTimeout) === limits.idle_in_transaction_session_timeout
+      ? []
+      : ['idle_in_transaction_session_timeout']),
+  ];
+  if (wrong.length > 0) {
+    logger.error('a reader connection did not keep the limits the server set; it is closed', { settings: wrong });
+    throw new Error(`reader connection refused: ${wrong.join(', ')} did not keep the value the server set`);
+  }
+}
+
+const TIME_UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, min: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** A time setting as SHOW prints it ("5s", "1500ms", "2min", "0"), in milliseconds. */
+function milliseconds(shown: string): number | undefined {
+  const match = /^(\d+)(ms|s|min|h|d)?$/.exec(shown);
+  return match ? Number(match[1]) * TIME_UNITS[match[2] ?? 'ms']! : undefined;
 }
 
 /** Every column as the text PostgreSQL sent: no Date, BigInt or float parsing for values about to be converted again. */

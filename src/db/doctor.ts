@@ -11,10 +11,16 @@ import { PERSONAL_COLUMNS, type PersonalColumn, type ReportingDatabase } from '.
 
 export interface SafetyCheck {
   readonly name: string;
+  /** False makes the role unsafe: doctor exits 1 and serve refuses it. */
   readonly ok: boolean;
+  /**
+   * A finding that does not make the role unsafe but is worth knowing (reported as WARN): what the
+   * reader could do if its password were used outside the server.
+   */
+  readonly warning?: boolean;
   /** What was found, when it is worth saying. */
   readonly detail?: string;
-  /** The statement (run as an admin) that fixes a failure. */
+  /** The statement (run as an admin) that fixes a failure or clears a warning. */
   readonly fix?: string;
 }
 
@@ -213,6 +219,7 @@ async function runChecks(
     ok: !dbRights[0]!.create,
     ...(dbRights[0]!.create ? { fix: `REVOKE CREATE ON DATABASE ${database} FROM PUBLIC, ${role};` } : {}),
   });
+  checks.push(...(await checkOtherDatabases(client, role)));
 
   checks.push(...(await personalDataChecks(client, role, personal)));
 
@@ -245,8 +252,144 @@ async function runChecks(
       : {}),
   });
 
+  checks.push(...(await checkOwnSettings(client, role)));
+
   checks.push(await tryWrite(client, 'a write in a default transaction fails', 'begin', role));
   checks.push(await tryWrite(client, 'a write in a READ WRITE transaction fails', 'begin read write', role));
+  return checks;
+}
+
+/**
+ * The cluster's other databases, as the reader reaches them: roles belong to the cluster, and every
+ * database grants CONNECT and TEMPORARY to PUBLIC unless an admin revoked them. CONNECT alone is a
+ * warning (several querygate databases may share one reader role); TEMPORARY is a failure, since
+ * temporary tables are written to disk and no setting bounds their size. Each fix revokes the right
+ * from whoever holds it: revoking it from the role alone changes nothing while PUBLIC holds it.
+ */
+async function checkOtherDatabases(client: pg.Client, role: string): Promise<SafetyCheck[]> {
+  const { rows } = await client.query<{
+    database: string;
+    temp: boolean;
+    connectPublic: boolean;
+    connectRole: boolean;
+    tempPublic: boolean;
+    tempRole: boolean;
+  }>(
+    `with d as (
+       select d.datname, d.oid, a.grantee, a.privilege_type
+         from pg_database d
+         left join lateral aclexplode(coalesce(d.datacl, acldefault('d', d.datdba))) a on true
+        where d.datname <> current_database() and d.datallowconn and has_database_privilege(d.oid, 'CONNECT'))
+     select datname as database, has_database_privilege(d.oid, 'TEMPORARY') as temp,
+            bool_or(privilege_type = 'CONNECT' and grantee = 0) as "connectPublic",
+            bool_or(privilege_type = 'CONNECT' and grantee = r.oid) as "connectRole",
+            bool_or(privilege_type = 'TEMPORARY' and grantee = 0) as "tempPublic",
+            bool_or(privilege_type = 'TEMPORARY' and grantee = r.oid) as "tempRole"
+       from d cross join (select oid from pg_roles where rolname = current_user) r
+      group by datname, d.oid order by datname`,
+  );
+  // A right held some other way (a superuser, a role the reader is a member of) is named by the
+  // checks above; revoking from both is then the best statement to give.
+  const from = (fromPublic: boolean, fromRole: boolean): string =>
+    [...(fromPublic ? ['PUBLIC'] : []), ...(fromRole ? [role] : [])].join(', ') || `PUBLIC, ${role}`;
+  const temporary = rows.filter((r) => r.temp);
+  return [
+    {
+      name: 'connects to no other database',
+      ok: true,
+      ...(rows.length
+        ? {
+            warning: true,
+            detail: `can connect to ${rows.map((r) => r.database).join(', ')}`,
+            fix: rows
+              .map(
+                (r) =>
+                  `REVOKE CONNECT ON DATABASE ${client.escapeIdentifier(r.database)} FROM ${from(r.connectPublic, r.connectRole)};`,
+              )
+              .join(' '),
+          }
+        : {}),
+    },
+    {
+      name: 'no TEMPORARY on another database',
+      ok: temporary.length === 0,
+      ...(temporary.length
+        ? {
+            detail: `can create temporary tables in ${temporary.map((r) => r.database).join(', ')}`,
+            fix: temporary
+              .map(
+                (r) =>
+                  `REVOKE TEMPORARY ON DATABASE ${client.escapeIdentifier(r.database)} FROM ${from(r.tempPublic, r.tempRole)};`,
+              )
+              .join(' '),
+          }
+        : {}),
+    },
+  ];
+}
+
+/**
+ * What the reader may change about its own session. Every parameter of context "user" can be SET by
+ * any role, and no grant or role setting can stop it: statement_timeout, read-only mode and work_mem
+ * bind querygate's own connections (the server sets them on each) but not a person who connects
+ * with the reader's password. temp_file_limit can be set only by a superuser, so, set on the role,
+ * it bounds the temporary files of every session of the reader.
+ */
+async function checkOwnSettings(client: pg.Client, role: string): Promise<SafetyCheck[]> {
+  const { rows } = await client.query<{ name: string }>(
+    `select name from pg_settings where context = 'user' order by name`,
+  );
+  const userSettable = new Set(rows.map((r) => r.name));
+  // What bounds such a session anyway: how many of them the role may open at once.
+  const { rows: connRows } = await client.query<{ connections: number }>(
+    `select rolconnlimit as connections from pg_roles where rolname = current_user`,
+  );
+  const connectionLimit = connRows[0]!.connections;
+  const named = [
+    'statement_timeout',
+    'default_transaction_read_only',
+    'idle_in_transaction_session_timeout',
+    'work_mem',
+  ].filter((name) => userSettable.has(name));
+  const checks: SafetyCheck[] = [
+    {
+      name: 'settings a direct session can change',
+      ok: true,
+      warning: true,
+      detail:
+        `${named.join(', ')} and ${userSettable.size - named.length} more, held only on the server's own connections;` +
+        ` a direct session is bounded by temp_file_limit and the role's connection limit (${connectionLimit < 0 ? 'none' : connectionLimit})`,
+    },
+  ];
+
+  const { rows: limitRows } = await client.query<{ setting: string; shown: string; version: number }>(
+    `select setting, current_setting('temp_file_limit') as shown, current_setting('server_version_num')::int as version
+       from pg_settings where name = 'temp_file_limit'`,
+  );
+  const limit = limitRows[0]!;
+  // Since PostgreSQL 15 a superuser may GRANT SET on a superuser-only parameter.
+  const liftable =
+    limit.version >= 150_000 &&
+    (await client.query<{ liftable: boolean }>(`select has_parameter_privilege('temp_file_limit', 'SET') as liftable`))
+      .rows[0]!.liftable;
+  const unlimited = limit.setting === '-1';
+  checks.push({
+    name: 'temp_file_limit is set and cannot be lifted',
+    ok: true,
+    ...(liftable
+      ? {
+          warning: true,
+          detail: 'the reader holds SET on it',
+          fix: `REVOKE SET ON PARAMETER temp_file_limit FROM ${role};`,
+        }
+      : unlimited
+        ? {
+            warning: true,
+            detail: 'is -1 (none); only a superuser can set it',
+            fix: `ALTER ROLE ${role} SET temp_file_limit = '1GB';`,
+          }
+        : { detail: `is ${limit.shown}` }),
+  });
   return checks;
 }
 
@@ -325,10 +468,9 @@ export function formatReport(target: string, checks: readonly SafetyCheck[], pla
   const lines = [`querygate doctor: ${target}`, ''];
   const width = Math.max(...checks.map((c) => c.name.length));
   for (const check of checks) {
-    lines.push(
-      `  ${check.ok ? 'PASS' : 'FAIL'}  ${check.name.padEnd(width)}${check.detail ? `  (${check.detail})` : ''}`.trimEnd(),
-    );
-    if (!check.ok && check.fix) lines.push(`        fix: ${check.fix}`);
+    const status = !check.ok ? 'FAIL' : check.warning ? 'WARN' : 'PASS';
+    lines.push(`  ${status}  ${check.name.padEnd(width)}${check.detail ? `  (${check.detail})` : ''}`.trimEnd());
+    if (status !== 'PASS' && check.fix) lines.push(`        fix: ${check.fix}`);
   }
   if (plans.length) {
     lines.push('', '  query plans over the widest allowed range (90 days):');
@@ -341,9 +483,12 @@ export function formatReport(target: string, checks: readonly SafetyCheck[], pla
     }
   }
   const failed = checks.filter((c) => !c.ok).length + plans.filter((p) => p.totalCost === undefined).length;
+  const warned = checks.filter((c) => c.ok && c.warning).length;
   lines.push(
     '',
-    failed === 0 ? 'The reader role is safe.' : `UNSAFE: ${failed} check(s) failed. Apply the fixes as an admin.`,
+    failed === 0
+      ? `The reader role is safe${warned ? `, with ${warned} warning(s)` : ''}.`
+      : `UNSAFE: ${failed} check(s) failed. Apply the fixes as an admin.`,
   );
   return lines.join('\n');
 }

@@ -274,12 +274,22 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * Closes the two databases initdb makes to PUBLIC, in a cluster that is querygate's alone: otherwise
+ * the reader (like any role) could connect to them and create temporary tables there, outside
+ * everything its own database denies it. Superusers, such as the embedded admin, are not affected.
+ */
+export async function closeInitdbDatabases(admin: pg.Client): Promise<void> {
+  await admin.query('revoke connect, temporary on database postgres, template1 from public');
+}
+
 async function ensureDatabase(serverUrl: string, name: string): Promise<void> {
   const client = new pg.Client({ connectionString: serverUrl });
   await client.connect();
   try {
     const { rows } = await client.query('select 1 from pg_database where datname = $1', [name]);
     if (rows.length === 0) await client.query(`create database ${client.escapeIdentifier(name)}`);
+    await closeInitdbDatabases(client);
   } finally {
     await client.end();
   }

@@ -7,8 +7,8 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { withCredentials } from '../../src/db/connect.js';
-import { startEmbedded } from '../../src/db/embedded.js';
+import { connectAdmin, withCredentials } from '../../src/db/connect.js';
+import { closeInitdbDatabases, startEmbedded } from '../../src/db/embedded.js';
 import { prepareDatabase } from '../../src/db/prepare.js';
 import { seedDatabase } from '../../src/db/seed.js';
 import { DEFAULT_READER_ROLE } from '../../src/config.js';
@@ -31,7 +31,12 @@ export async function startTestDatabase(): Promise<TestDatabase> {
   if (fromEnv) return prepareExisting('url', fromEnv, async () => undefined);
 
   const container = await startContainerIfDockerAnswers();
-  if (container) return prepareExisting('testcontainers', container.url, container.stop);
+  if (container) {
+    // The container's cluster is the tests' alone, as the embedded one is: closed the same way.
+    const admin = await connectAdmin(container.url);
+    await closeInitdbDatabases(admin).finally(() => admin.end());
+    return prepareExisting('testcontainers', container.url, container.stop);
+  }
 
   const dataDir = await mkdtemp(join(tmpdir(), 'querygate-test-'));
   await chmod(dataDir, 0o755); // as root, postgres runs as the postgres user and must enter it

@@ -27,7 +27,7 @@ export async function createScratchDatabase(
   const name = `${prefix}_${randomBytes(4).toString('hex')}`;
   const server = new pg.Client({ connectionString: inject('adminUrl') });
   await server.connect();
-  await server.query(`create database ${server.escapeIdentifier(name)}`);
+  await createClosedDatabase(server, name);
   const adminUrl = withDatabase(inject('adminUrl'), name);
   await migrateToLatest(adminUrl, DEFAULT_READER_ROLE, silentLogger);
   if (seed) await seedDatabase(adminUrl, { ...seed, replace: false }, silentLogger);
@@ -44,6 +44,18 @@ export async function createScratchDatabase(
       await server.end();
     },
   };
+}
+
+/**
+ * Creates a database that PUBLIC can neither connect to nor make temporary tables in, without a
+ * moment when it could: `querygate doctor` fails a reader that can create temporary tables in any
+ * database of the cluster, and other suites run it (at every start of serve) in parallel.
+ */
+export async function createClosedDatabase(server: pg.Client, name: string): Promise<void> {
+  const id = server.escapeIdentifier(name);
+  await server.query(`create database ${id} with allow_connections = false`);
+  await server.query(`revoke connect, temporary on database ${id} from public`);
+  await server.query(`alter database ${id} with allow_connections = true`);
 }
 
 /** Polls until `check` holds; fails with `what` when it has not within `timeoutMs`. Not a timing assertion. */
