@@ -8,6 +8,7 @@ import { orderHours } from './0005-order-hours.js';
 import { rollupHardening } from './0006-rollup-hardening.js';
 import { productDays } from './0007-product-days.js';
 import { regionDays } from './0008-region-days.js';
+import { rollupIsolation } from './0009-rollup-isolation.js';
 
 export function migrations(options: { readerRole: string }): Record<string, Migration> {
   return {
@@ -19,5 +20,6 @@ export function migrations(options: { readerRole: string }): Record<string, Migr
     '0006-rollup-hardening': rollupHardening(options.readerRole),
     '0007-product-days': productDays(options.readerRole),
     '0008-region-days': regionDays(options.readerRole),
+    '0009-rollup-isolation': rollupIsolation(),
   };
 }
