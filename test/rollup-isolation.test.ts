@@ -147,11 +147,16 @@ async function commitOrRefusal(client: pg.Client, statements: readonly string[])
   }
 }
 
-/** `late` writes on a snapshot taken before `early` wrote and committed. */
-async function onOlderSnapshot(level: Level, early: readonly string[], late: readonly string[]): Promise<Outcome> {
+/** `late` writes on a snapshot taken before `early` wrote and committed (at `earlyLevel`, by default the same). */
+async function onOlderSnapshot(
+  level: Level,
+  early: readonly string[],
+  late: readonly string[],
+  earlyLevel: Level = level,
+): Promise<Outcome> {
   // The select takes the snapshot, at REPEATABLE READ and SERIALIZABLE.
   await send(one, [`begin isolation level ${level}`, 'select 1']);
-  const first = await commitOrRefusal(two, [`begin isolation level ${level}`, ...early]);
+  const first = await commitOrRefusal(two, [`begin isolation level ${earlyLevel}`, ...early]);
   if (first !== 'committed') throw new Error(`the first writer was refused: ${first}`);
   return commitOrRefusal(one, late);
 }
@@ -374,6 +379,21 @@ describe('item 1: the rollups under two interleaved writers at every isolation l
         }
       });
     }
+  }
+});
+
+describe('item 1: writers at different isolation levels', () => {
+  // SERIALIZABLE protects only transactions that are all SERIALIZABLE: with a READ COMMITTED writer
+  // beside it, a SERIALIZABLE one is as exposed as a REPEATABLE READ one.
+  for (const level of ['repeatable read', 'serializable'] as const) {
+    it(`item 1: a change of an order or customer at ${level}, on a snapshot older than a row added to it at read committed, is refused`, async () => {
+      const ids = await setUp();
+      const [addItem, refund] = [items[0]!.sql(ids), orderChanges[0]!.sql(ids)];
+      expect(await onOlderSnapshot(level, addItem, refund, 'read committed')).toBe('40001');
+      const [placeOrder, move] = [orders[0]!.sql(ids), customerMove.sql(ids)];
+      expect(await onOlderSnapshot(level, placeOrder, move, 'read committed')).toBe('40001');
+      expect(await differences(ids)).toEqual([]);
+    });
   }
 });
 
