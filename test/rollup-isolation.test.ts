@@ -83,19 +83,24 @@ interface Difference {
 
 /**
  * Each rollup's non-empty rows on the case's days against the same sums computed here from the base
- * tables (the rebuild functions are not used): the rows found on one side only.
+ * tables (the rebuild functions are not used): the rows found on one side only. Rollup rows are
+ * summed over any key column beyond these (a currency, say): the cases write a single currency.
  */
 async function differences(ids: Case): Promise<Difference[]> {
   const { rows } = await scratch.admin.query<Difference>(
     `with rollup as (
-       select 'order_hours' as rollup, hour::text as at, status as key, order_count::text as n, total_amount::text as amount
-         from sales.order_hours where hour >= $1 and hour < $2 and (order_count <> 0 or total_amount <> 0)
+       select 'order_hours' as rollup, hour::text as at, status as key, sum(order_count)::text as n,
+              sum(total_amount)::text as amount
+         from sales.order_hours where hour >= $1 and hour < $2 group by hour, status
+       having sum(order_count) <> 0 or sum(total_amount) <> 0
        union all
-       select 'product_days', day::text, product_id::text || ' ' || status, units::text, revenue::text
-         from sales.product_days where day >= $1 and day < $2 and (units <> 0 or revenue <> 0)
+       select 'product_days', day::text, product_id::text || ' ' || status, sum(units)::text, sum(revenue)::text
+         from sales.product_days where day >= $1 and day < $2 group by day, product_id, status
+       having sum(units) <> 0 or sum(revenue) <> 0
        union all
-       select 'region_days', day::text, region || ' ' || status, order_count::text, total_amount::text
-         from sales.region_days where day >= $1 and day < $2 and (order_count <> 0 or total_amount <> 0)
+       select 'region_days', day::text, region || ' ' || status, sum(order_count)::text, sum(total_amount)::text
+         from sales.region_days where day >= $1 and day < $2 group by day, region, status
+       having sum(order_count) <> 0 or sum(total_amount) <> 0
      ), tables as (
        select 'order_hours' as rollup, date_trunc('hour', ordered_at, 'UTC')::text as at, status as key,
               count(*)::text as n, sum(total_amount)::text as amount
