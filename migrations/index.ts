@@ -8,6 +8,7 @@ import { orderHours } from './0005-order-hours.js';
 import { rollupHardening } from './0006-rollup-hardening.js';
 import { productDays } from './0007-product-days.js';
 import { regionDays } from './0008-region-days.js';
+import { rollupIsolation } from './0009-rollup-isolation.js';
 import { rollupCurrency } from './0010-rollup-currency.js';
 import { readerLimits } from './0011-reader-limits.js';
 
@@ -21,6 +22,7 @@ export function migrations(options: { readerRole: string }): Record<string, Migr
     '0006-rollup-hardening': rollupHardening(options.readerRole),
     '0007-product-days': productDays(options.readerRole),
     '0008-region-days': regionDays(options.readerRole),
+    '0009-rollup-isolation': rollupIsolation(),
     '0010-rollup-currency': rollupCurrency(options.readerRole),
     '0011-reader-limits': readerLimits(options.readerRole),
   };

@@ -35,7 +35,10 @@ const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
 /** Every demo order's currency: the demo shop sells in one. */
 const CURRENCY = 'USD';
-/** The row triggers that keep the rollups (migrations 0005, 0007, 0008): off while loading, which fills the rollups itself. */
+/**
+ * The row triggers that keep the rollups (migrations 0005, 0007, 0008) and that touch the order or
+ * customer a new row points at (0009): off while loading, which fills the rollups itself.
+ */
 const ROLLUP_TRIGGERS = [
   ['sales.orders', 'orders_order_hours'],
   ['sales.orders', 'orders_product_days'],
@@ -43,6 +46,10 @@ const ROLLUP_TRIGGERS = [
   ['sales.order_items', 'order_items_product_days'],
   ['sales.orders', 'orders_region_days'],
   ['sales.customers', 'customers_region_days'],
+  ['sales.order_items', 'order_items_touch_order'],
+  ['sales.order_items', 'order_items_touch_new_order'],
+  ['sales.orders', 'orders_touch_customer'],
+  ['sales.orders', 'orders_touch_new_customer'],
 ] as const;
 
 /** mulberry32: small, fast and good enough for demo data; the same seed gives the same sequence. */
