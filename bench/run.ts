@@ -77,7 +77,12 @@ const WORKLOADS: Workload[] = [
 function withLiterals(statement: Statement): string {
   return statement.sql.replace(/\$(\d+)/g, (_, n: string) => {
     const value = statement.parameters[Number(n) - 1];
-    return typeof value === 'number' ? String(value) : `'${String(value).replace(/'/g, "''")}'`;
+    if (typeof value === 'number') return String(value);
+    // Arrays (the day starts and labels of sales by period) as PostgreSQL array literals.
+    const text = Array.isArray(value)
+      ? `{${value.map((v) => `"${String(v).replace(/["\\]/g, '\\$&')}"`).join(',')}}`
+      : String(value);
+    return `'${text.replace(/'/g, "''")}'`;
   });
 }
 

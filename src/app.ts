@@ -6,10 +6,11 @@ import { randomBytes } from 'node:crypto';
 import { templates } from '../queries/index.js';
 import { createAuditLog } from './audit.js';
 import type { Config } from './config.js';
-import { connectReader, redactUrl, type ReaderDatabase } from './db/connect.js';
+import { connectReader, redactUrl } from './db/connect.js';
 import { checkReaderSafety, formatReport, type SafetyCheck } from './db/doctor.js';
 import { createReadinessProbe } from './db/readiness.js';
 import { DEFAULT_SEED_ORDERS, defaultSeedUntil } from './db/seed.js';
+import { zoneRulesAgreement, type ZoneRulesAgreement } from './db/zone-rules.js';
 import { ConfigError, classifyDatabaseError } from './errors.js';
 import { createCallLimits } from './limits.js';
 import { createTokenizer } from './lib/masking.js';
@@ -17,13 +18,30 @@ import type { Logger } from './logger.js';
 import { createRegistry } from './registry.js';
 import type { ServerDeps } from './server.js';
 
-/** Node and PostgreSQL ship their own time-zone data; the zone must be in PostgreSQL's. */
-async function databaseKnowsZone(reader: ReaderDatabase, zone: string): Promise<boolean> {
-  const { rows } = await reader.execute({
-    sql: 'select exists (select 1 from pg_timezone_names where name = $1) as known',
-    parameters: [zone],
-  });
-  return rows[0]?.[0] === 't';
+/** YYYY-MM-DD of the day a year before an instant: the zone rules are compared from there for two years. */
+function aYearAgo(now: Date): string {
+  return new Date(now.getTime() - 365 * 86_400_000).toISOString().slice(0, 10);
+}
+
+/** Tells the operator where PostgreSQL's zone rules differ from the ones querygate cuts days with. */
+function reportZoneRules(timeZone: string, agreement: ZoneRulesAgreement, logger: Logger): void {
+  const nodeZoneData = process.versions.tz ?? 'unknown';
+  if (!agreement.known) {
+    logger.info('the database does not know the reporting time zone; querygate does not need it', {
+      time_zone: timeZone,
+    });
+  } else if (agreement.disagreeing.length > 0) {
+    logger.warn(
+      'Node and the database disagree on when some days start in the reporting time zone; querygate uses Node\'s rules, so a check with "at time zone" in psql may differ on those days (update the older of the two)',
+      {
+        time_zone: timeZone,
+        node_zone_data: nodeZoneData,
+        days: agreement.disagreeing.length,
+        first: agreement.disagreeing[0],
+        last: agreement.disagreeing.at(-1),
+      },
+    );
+  }
 }
 
 export interface App {
@@ -111,7 +129,16 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
   let retry: NodeJS.Timeout | undefined;
   const target = redactUrl(readerUrl);
   const judge = (checks: SafetyCheck[]): void => {
-    if (checks.every((c) => c.ok)) {
+    for (const check of checks.filter((c) => c.ok && c.warning)) {
+      logger.warn(`reader role: ${check.name}`, { detail: check.detail, fix: check.fix });
+    }
+    for (const check of checks.filter((c) => !c.ok && c.outsideDatabase)) {
+      logger.error(`reader role, outside this database: ${check.name} fails; serving, but fix it`, {
+        detail: check.detail,
+        fix: check.fix,
+      });
+    }
+    if (checks.every((c) => c.ok || c.outsideDatabase)) {
       ready = true;
       logger.info('reader role checked: safe', { database: target });
       return;
@@ -121,17 +148,15 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
       throw new ConfigError(`the reader role is unsafe; refusing to serve (override: --allow-unsafe-role)\n${report}`);
     }
     logger.error('UNSAFE READER ROLE: serving anyway because --allow-unsafe-role was given', {
-      failed: checks.filter((c) => !c.ok).map((c) => c.name),
+      failed: checks.filter((c) => !c.ok && !c.outsideDatabase).map((c) => c.name),
     });
     process.stderr.write(`${report}\n`);
     ready = true;
   };
   const attempt = async (delayMs: number): Promise<void> => {
     let checks: SafetyCheck[];
-    let knownZone: boolean;
     try {
       checks = await checkReaderSafety(readerUrl);
-      knownZone = await databaseKnowsZone(reader, config.timeZone);
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
       logger.warn('database unavailable; calls fail until it answers', {
@@ -144,9 +169,11 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
       }, delayMs);
       return;
     }
-    if (!knownZone) {
-      throw new ConfigError(`QUERYGATE_TIME_ZONE: the database does not know the time zone "${config.timeZone}"`);
-    }
+    // A diagnostic only: whatever happens to it, the server's readiness does not depend on it.
+    await zoneRulesAgreement(reader, config.timeZone, aYearAgo(new Date()), 731).then(
+      (agreement) => reportZoneRules(config.timeZone, agreement, logger),
+      (err: unknown) => logger.warn('could not compare the zone rules with the database', { reason: String(err) }),
+    );
     judge(checks);
   };
   await attempt(1000);

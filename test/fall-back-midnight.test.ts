@@ -146,6 +146,23 @@ describe('item 4: old dates are echoed exactly', () => {
     });
   });
 
+  it('item 4: 0001-01-01 east of Greenwich starts in 1 BC, and the call still answers', async () => {
+    const result = await harnesses['Asia/Kolkata']!.call('query_sales', {
+      start_date: '0001-01-01',
+      end_date: '0001-01-02',
+      group_by: 'day',
+    });
+    expect(result.isError).toBeFalsy();
+    const { rows } = await scratch.admin.query<{ start: string }>(
+      "select to_char(('0001-01-01'::timestamp at time zone 'Asia/Kolkata') at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS BC') as start",
+    );
+    expect(rows[0]!.start).toBe('0001-12-31 18:06:32 BC'); // 1 BC, which ISO 8601 numbers 0000
+    expect(structured<Record<string, unknown>>(result)).toMatchObject({
+      starts_at: '0000-12-31T18:06:32.000Z',
+      rows: [],
+    });
+  });
+
   it('item 4: Kolkata in 1880 keeps the seconds of its offset (+05:21:10), echoed in UTC', async () => {
     const out = structured<Record<string, unknown>>(
       await harnesses['Asia/Kolkata']!.call('query_order_count', { start_date: '1880-06-01', end_date: '1880-06-01' }),

@@ -8,7 +8,10 @@
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { connectReader } from '../src/db/connect.js';
+import { zoneRulesAgreement } from '../src/db/zone-rules.js';
 import { dayStart, dayStartMs, isoUtc, offsetAt } from '../src/lib/local-day.js';
+import { silentLogger } from '../src/logger.js';
 
 const DAY = 86_400_000;
 let admin: pg.Client;
@@ -75,8 +78,8 @@ describe('item 2: the start of a day, in every zone', () => {
         zone,
       ]);
       expect(await refusedByPostgres(zone, [day], [rows[0]!.later])).toHaveLength(1);
-      expect(await refusedByPostgres(zone, [day], [dayStart(day, zone).utc])).toEqual([]);
-      expect(Date.parse(dayStart(day, zone).utc)).toBeLessThan(Date.parse(rows[0]!.later));
+      expect(await refusedByPostgres(zone, [day], [dayStart(day, zone).sql])).toEqual([]);
+      expect(Date.parse(dayStart(day, zone).sql)).toBeLessThan(Date.parse(rows[0]!.later));
     }
   });
 
@@ -94,7 +97,7 @@ describe('item 4: old days, handled exactly', () => {
       expect(start.local).toBe(`${day}T00:00:00.000+00:00`);
       const { rows } = await admin.query<{ same: boolean }>(
         "select $1::timestamptz = ($2::date::timestamp at time zone 'UTC') as same",
-        [start.utc, day],
+        [start.sql, day],
       );
       expect(rows[0]!.same).toBe(true);
     }
@@ -110,8 +113,42 @@ describe('item 4: old days, handled exactly', () => {
       ['Asia/Kolkata', '1880-06-01'],
       ['Africa/Monrovia', '1960-01-01'],
       ['Europe/Amsterdam', '1930-07-01'],
+      ['Asia/Tokyo', '0001-01-01'], // starts in 1 BC, which PostgreSQL must be sent as such
+      ['Asia/Kolkata', '0001-01-02'],
     ] as const) {
-      expect(await refusedByPostgres(zone, [day], [dayStart(day, zone).utc])).toEqual([]);
+      expect(await refusedByPostgres(zone, [day], [dayStart(day, zone).sql])).toEqual([]);
+    }
+  });
+});
+
+describe('item 2: start-up compares the zone rules with PostgreSQL', () => {
+  it('item 2: finds the days whose start PostgreSQL places elsewhere, and none where the rules agree', async () => {
+    const reader = connectReader(inject('readerUrl'), { statementTimeoutMs: 5000, poolMax: 1 }, silentLogger);
+    try {
+      // Where the rules agree, even across Azores' double midnight, nothing is reported.
+      expect(await zoneRulesAgreement(reader, 'Atlantic/Azores', '2025-01-01', 365)).toEqual({
+        known: true,
+        disagreeing: [],
+      });
+      // A start one hour late, PostgreSQL's own later midnight, is reported on that day alone.
+      const lateOnDoubleMidnight = (day: string): string =>
+        day === '2025-10-26' ? '2025-10-26T01:00:00+00:00' : dayStart(day, 'Atlantic/Azores').sql;
+      expect(await zoneRulesAgreement(reader, 'Atlantic/Azores', '2025-10-20', 14, lateOnDoubleMidnight)).toEqual({
+        known: true,
+        disagreeing: ['2025-10-26'],
+      });
+      // America/Vancouver in December 2026: whether the two zone databases agree depends on their ages;
+      // the offsets, read from each, say what to expect.
+      const instant = '2026-12-15T12:00:00Z';
+      const { rows } = await admin.query<{ offset: string }>(
+        "select extract(epoch from ($1::timestamptz at time zone 'America/Vancouver') - ($1::timestamptz at time zone 'UTC'))::int as offset",
+        [instant],
+      );
+      const agree = Number(rows[0]!.offset) * 1000 === offsetAt('America/Vancouver', Date.parse(instant));
+      const found = await zoneRulesAgreement(reader, 'America/Vancouver', '2026-12-01', 31);
+      expect(found.disagreeing.length).toBe(agree ? 0 : 31);
+    } finally {
+      await reader.close();
     }
   });
 });

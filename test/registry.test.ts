@@ -134,7 +134,7 @@ describe('compiled SQL', () => {
     // The zone itself never reaches SQL (the configuration admits only zones Intl knows): the range's
     // first instant in it does, as a parameter.
     const compiled = template.query(db, args, { timeZone: 'Europe/Paris' }).limit(101).compile();
-    const firstInstant = dayStart(args.start_date, 'Europe/Paris').utc;
+    const firstInstant = dayStart(args.start_date, 'Europe/Paris').sql;
     expect(firstInstant).toMatch(/^2025-..-..T23:00:00/); // Paris midnight is 23:00 or 22:00 UTC the day before
     expect(compiled.parameters).toContain(firstInstant);
     expect(compiled.parameters).toContain(101);

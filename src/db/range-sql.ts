@@ -1,7 +1,7 @@
 /** SQL fragments shared by the templates. Every value in them travels as a bind parameter. */
 import { sql, type Expression, type Kysely, type RawBuilder } from 'kysely';
 import { daysOf, periodStart, type ResolvedRange } from '../lib/date-range.js';
-import { dayStart, isoUtc } from '../lib/local-day.js';
+import { dayStart, postgresTimestamp } from '../lib/local-day.js';
 import { NON_REVENUE_STATUSES } from '../lib/arguments.js';
 import type { ReportingDatabase } from './schema.js';
 
@@ -14,7 +14,7 @@ export function startOfDay(day: string, timeZone: string): RawBuilder<Date> {
   return instant(dayStart(day, timeZone).ms);
 }
 
-const instant = (ms: number): RawBuilder<Date> => sql<Date>`cast(${isoUtc(ms)} as timestamptz)`;
+const instant = (ms: number): RawBuilder<Date> => sql<Date>`cast(${postgresTimestamp(ms)} as timestamptz)`;
 
 /**
  * Orders placed in [start 00:00, end + 1 day 00:00) of the reporting time zone, aliased `o`.
@@ -58,7 +58,7 @@ export function localPeriodOf(
   period: Period,
 ): RawBuilder<string> {
   const days = daysOf(range);
-  const starts = days.map((day) => isoUtc(dayStart(day, timeZone).ms));
+  const starts = days.map((day) => dayStart(day, timeZone).sql);
   const labels = days.map((day) => periodStart(day, period));
   return sql<string>`(cast(${labels} as text[]))[width_bucket(${timestamp}, cast(${starts} as timestamptz[]))]`;
 }

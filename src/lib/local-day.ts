@@ -91,8 +91,8 @@ export function dayStartMs(midnightUtc: number, timeZone: string): number {
 
 /** A local day's start: the instant for SQL, and the same instant as the echo shows it. */
 export interface DayStart {
-  /** ISO 8601 in UTC ("2025-10-26T00:00:00.000Z"), for a timestamptz bind parameter. */
-  readonly utc: string;
+  /** The instant as PostgreSQL reads a timestamptz ("2025-10-26T00:00:00.000+00:00"), for a bind parameter. */
+  readonly sql: string;
   /** ISO 8601 in local time with the offset ("2025-10-26T00:00:00.000+00:00"); in UTC when the offset has seconds. */
   readonly local: string;
   readonly ms: number;
@@ -110,12 +110,23 @@ const dayStartMemo = memoize((key: string): DayStart => {
   midnight.setUTCFullYear(year, month - 1, date); // unlike Date.UTC, takes years 1..99 as they are
   const ms = dayStartMs(midnight.getTime(), timeZone);
   const offset = offsetAt(timeZone, ms);
-  return Object.freeze({ utc: isoUtc(ms), local: isoWithOffset(ms, offset), ms });
+  return Object.freeze({ sql: postgresTimestamp(ms), local: isoWithOffset(ms, offset), ms });
 });
 
-/** ISO 8601 in UTC with four-digit years, which PostgreSQL reads as a timestamptz. */
+/** ISO 8601 in UTC with four-digit years ("0000" is 1 BC, as ISO 8601 counts). */
 export function isoUtc(ms: number): string {
   return isoWithOffset(ms, 0);
+}
+
+/**
+ * An instant as PostgreSQL reads a timestamptz. PostgreSQL has no year 0: the start of 0001-01-01
+ * east of Greenwich falls in 1 BC, which it writes "0001-12-31 ... BC".
+ */
+export function postgresTimestamp(ms: number): string {
+  const year = new Date(ms).getUTCFullYear();
+  if (year >= 1) return isoUtc(ms);
+  const iso = isoUtc(ms).replace(/^-?\d+/, pad(1 - year, 4));
+  return `${iso.replace('T', ' ')} BC`;
 }
 
 const pad = (n: number, width = 2): string => String(n).padStart(width, '0');
