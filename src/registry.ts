@@ -411,8 +411,17 @@ async function runTemplate(
   const args: unknown = parsed.data;
   validArgs = parsed.data as Record<string, unknown>;
 
+  // Nobody waits for the answer to a call the client gave up on, whether it was waiting for a
+  // connection or running: that is neither a refusal, a timeout nor a failure.
+  const cancelled = (): CallToolResult => {
+    audit('cancelled');
+    return { isError: true, content: [{ type: 'text', text: `The call was cancelled. (request_id: ${requestId})` }] };
+  };
   const admission = await deps.limits.admit(options.caller.id, options.signal);
-  if (!admission.ok) return fail(new InfraError(admission.code, undefined, admission.retryAfterSeconds));
+  if (!admission.ok) {
+    if (options.signal?.aborted) return cancelled();
+    return fail(new InfraError(admission.code, undefined, admission.retryAfterSeconds));
+  }
   // The client cancelling and the server stopping both cancel the running query.
   const abort = new AbortController();
   const cancel = (): void => abort.abort();
@@ -428,14 +437,7 @@ async function runTemplate(
       dataAsOf = new Date().toISOString();
       result = await deps.db.execute(statementFor(entry, args, cap, deps), abort.signal);
     } catch (err) {
-      if (options.signal?.aborted) {
-        // Nobody waits for this answer: the client gave up, which is neither a timeout nor a failure.
-        audit('cancelled');
-        return {
-          isError: true,
-          content: [{ type: 'text', text: `The call was cancelled. (request_id: ${requestId})` }],
-        };
-      }
+      if (options.signal?.aborted) return cancelled();
       if (deps.shutdown?.aborted) return fail(new InfraError('shutting_down'));
       return fail(classifyDatabaseError(err), err);
     }

@@ -40,9 +40,18 @@ export interface ServerDeps extends CallDeps {
   readonly registry: Registry;
 }
 
+/**
+ * A transport that wants to know when a request ends without an answer (the client cancelled it):
+ * stdio paces requests by the ones still running, and a cancelled call runs on until its query is
+ * cancelled and its connection released.
+ */
+export interface PacedTransport extends Transport {
+  unanswered?(id: RequestId): void;
+}
+
 export interface McpServer {
   /** Starts serving messages from the transport. */
-  connect(transport: Transport): Promise<void>;
+  connect(transport: PacedTransport): Promise<void>;
   /** Resolves when the transport closes (the client went away). */
   readonly closed: Promise<void>;
   close(): Promise<void>;
@@ -50,7 +59,7 @@ export interface McpServer {
 
 /** An MCP server for one caller over one transport: it lists and runs only the caller's tools. */
 export function createServer(deps: ServerDeps, caller: Caller): McpServer {
-  let transport: Transport | undefined;
+  let transport: PacedTransport | undefined;
   const inFlight = new Map<RequestId, AbortController>();
   let markClosed: () => void = () => undefined;
   const closed = new Promise<void>((resolve) => (markClosed = resolve));
@@ -69,6 +78,7 @@ export function createServer(deps: ServerDeps, caller: Caller): McpServer {
     void handleMessage(message, deps, caller, abort.signal)
       .then(async (response) => {
         if (response && !abort.signal.aborted) await transport?.send(response as JSONRPCMessage);
+        else if (id !== undefined) transport?.unanswered?.(id);
       })
       .catch((err: unknown) => deps.logger.warn('could not answer a message', { message: String(err) }))
       .finally(() => {

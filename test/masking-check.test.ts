@@ -110,6 +110,14 @@ describe('item 5: the start-up check refuses a personal or id column wrapped in 
     expect(() => createRegistry([probe(() => sql<string>`max(region)`)])).toThrow(/names region/);
   });
 
+  it('raw SQL text whose string literal has backslash escapes, behind which a column could hide', () => {
+    // PostgreSQL reads E'\'' || lower(email_masked) || '' as a string, then code naming email_masked.
+    expect(() => createRegistry([probe(() => sql<string>`E'\\'' || lower(email_masked) || ''`)])).toThrow(
+      /holds a string literal with backslash escapes/,
+    );
+    expect(() => createRegistry([probe(() => sql<string>`'a\\b'`)])).toThrow(/backslash escapes/);
+  });
+
   it('a subquery in FROM that renames a personal column', () => {
     const template = probeQuery((db) =>
       db

@@ -154,6 +154,13 @@ describe('item 6: the cluster outside the reader database', () => {
       `REVOKE TEMPORARY ON DATABASE "other_db" FROM PUBLIC; REVOKE TEMPORARY ON DATABASE "postgres" FROM PUBLIC; REVOKE TEMPORARY ON DATABASE "role_db" FROM ${reader};`,
     );
 
+    // serve still starts: querygate's connections never go to those databases, and a replica must
+    // not stop because a database was created beside it; it logs the failure with its fix.
+    const served = await runCli(['serve'], { DATABASE_URL: database.readerUrl });
+    expect(served.code, served.stderr).toBe(0);
+    expect(served.stderr).toContain('outside this database: no TEMPORARY on another database fails');
+    expect(served.stderr).toContain('REVOKE TEMPORARY ON DATABASE');
+
     // The fixes, run exactly as printed.
     for (const statement of temporary.fix!.split(/(?<=;) /)) await server.query(statement);
     expect(await reach()).toEqual({ connect: ['other_db', 'postgres', 'role_db'], temporary: [] });

@@ -18,6 +18,12 @@ export interface SafetyCheck {
    * reader could do if its password were used outside the server.
    */
   readonly warning?: boolean;
+  /**
+   * A failure outside querygate's own database (another database of the cluster): doctor fails it,
+   * but serve only reports it, since querygate's connections never go there and a running replica
+   * should not stop serving because someone created a database beside it.
+   */
+  readonly outsideDatabase?: boolean;
   /** What was found, when it is worth saying. */
   readonly detail?: string;
   /** The statement (run as an admin) that fixes a failure or clears a warning. */
@@ -313,6 +319,7 @@ async function checkOtherDatabases(client: pg.Client, role: string): Promise<Saf
     {
       name: 'no TEMPORARY on another database',
       ok: temporary.length === 0,
+      outsideDatabase: true,
       ...(temporary.length
         ? {
             detail: `can create temporary tables in ${temporary.map((r) => r.database).join(', ')}`,

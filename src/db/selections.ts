@@ -425,6 +425,11 @@ class Reader {
         };
         if (token === '--' || token === '/*' || token === '$') refuse('holds a comment or a dollar quote');
         if (token === "'" || token === '"') refuse('holds an unterminated quote');
+        // E'\'' ends where this reader does not think it does (and so does '\'' with
+        // standard_conforming_strings off): a column named after it would go unseen.
+        if (/^[EeBbXxNn]?'/.test(token) && (token.includes('\\') || /^[Ee]'/.test(token))) {
+          refuse('holds a string literal with backslash escapes');
+        }
         if (token.startsWith('"')) refuse(`names ${token}`);
         if (!WORD.test(token) || /^[EeBbXxNn]'/.test(token)) return; // not a word, or a string literal
         const word = token.toLowerCase();

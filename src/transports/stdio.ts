@@ -8,9 +8,8 @@
  * session.
  */
 import type { Readable, Writable } from 'node:stream';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import type { McpServer } from '../server.js';
+import type { McpServer, PacedTransport } from '../server.js';
 import {
   cancelledRequestId,
   encodeMessage,
@@ -49,7 +48,7 @@ export interface StdioOptions {
 const SHUTTING_DOWN = -32000;
 
 /** A line-delimited JSON-RPC transport over a pair of streams (stdin and stdout by default). */
-export function createStdioTransport(options: StdioOptions = {}): Transport {
+export function createStdioTransport(options: StdioOptions = {}): PacedTransport {
   const input = options.input ?? process.stdin;
   const output = options.output ?? process.stdout;
   const maxLineBytes = options.maxLineBytes ?? 1 << 20;
@@ -73,7 +72,7 @@ export function createStdioTransport(options: StdioOptions = {}): Transport {
   let outputFull = false;
   let inputPaused = false;
 
-  const transport: Transport = {
+  const transport: PacedTransport = {
     start: async () => {
       input.on('data', onData);
       input.once('end', onEnd);
@@ -92,6 +91,9 @@ export function createStdioTransport(options: StdioOptions = {}): Transport {
       if (typeof id === 'string' || typeof id === 'number') settle(id);
     },
     close: async () => close(),
+    // A cancelled call's place is given back only when the server is done with it, so that the next
+    // request cannot find the caller's admission slots still taken and be refused as busy.
+    unanswered: (id) => settle(id),
   };
 
   function onData(chunk: Buffer): void {
@@ -230,14 +232,14 @@ export function createStdioTransport(options: StdioOptions = {}): Transport {
     closeIfDone();
   }
 
-  /** A cancelled request that was still waiting is dropped; one in flight is settled as the server aborts it. */
+  /** A cancelled request that was still waiting is dropped; one in flight is settled when the server is done with it. */
   function forgetWaiting(id: Id): void {
     const at = waiting.findIndex((w) => w.id === id);
     if (at !== -1) {
       waitingBytes -= waiting[at]!.bytes;
       waiting.splice(at, 1);
       regulateInput();
-    } else settle(id);
+    }
   }
 
   function closeIfDone(): void {
