@@ -129,8 +129,11 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
   let retry: NodeJS.Timeout | undefined;
   const target = redactUrl(readerUrl);
   const judge = (checks: SafetyCheck[]): void => {
+    // A warning with a fix is worth acting on; one without (what any direct session may SET) is a
+    // property of PostgreSQL, said once at info rather than warned about on every start.
     for (const check of checks.filter((c) => c.ok && c.warning)) {
-      logger.warn(`reader role: ${check.name}`, { detail: check.detail, fix: check.fix });
+      const log = check.fix ? logger.warn : logger.info;
+      log.call(logger, `reader role: ${check.name}`, { detail: check.detail, fix: check.fix });
     }
     for (const check of checks.filter((c) => !c.ok && c.outsideDatabase)) {
       logger.error(`reader role, outside this database: ${check.name} fails; serving, but fix it`, {
