@@ -51,6 +51,9 @@ export async function checkReaderSafety(
     connectionString: readerUrl,
     application_name: 'querygate-doctor',
     connectionTimeoutMillis: 5000,
+    // Client-side, so that the role's own statement_timeout is still what the checks read: a stalled
+    // database fails the check (serve retries it) instead of holding start-up for ever.
+    query_timeout: 15_000,
   });
   await client.connect();
   try {
