@@ -1,7 +1,7 @@
 /**
  * Issue 8, item 1: two writers interleaved at READ COMMITTED, REPEATABLE READ and SERIALIZABLE
- * leave every rollup equal to what the base tables give; where a level cannot keep it so, the later
- * writer is refused with 40001 (serialization failure), never left to drift.
+ * leave every rollup equal, currency by currency, to what the base tables give; where a level cannot
+ * keep it so, the later writer is refused with 40001 (serialization failure), never left to drift.
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
@@ -83,36 +83,36 @@ interface Difference {
 
 /**
  * Each rollup's non-empty rows on the case's days against the same sums computed here from the base
- * tables (the rebuild functions are not used): the rows found on one side only. Rollup rows are
- * summed over any key column beyond these (a currency, say): the cases write a single currency.
+ * tables (the rebuild functions are not used), per currency as the rollups are keyed: the rows found
+ * on one side only. A sum left under the order's old currency is a row on each side.
  */
 async function differences(ids: Case): Promise<Difference[]> {
   const { rows } = await scratch.admin.query<Difference>(
     `with rollup as (
-       select 'order_hours' as rollup, hour::text as at, status as key, sum(order_count)::text as n,
-              sum(total_amount)::text as amount
-         from sales.order_hours where hour >= $1 and hour < $2 group by hour, status
-       having sum(order_count) <> 0 or sum(total_amount) <> 0
+       select 'order_hours' as rollup, hour::text as at, status || ' ' || currency as key, order_count::text as n,
+              total_amount::text as amount
+         from sales.order_hours where hour >= $1 and hour < $2 and (order_count <> 0 or total_amount <> 0)
        union all
-       select 'product_days', day::text, product_id::text || ' ' || status, sum(units)::text, sum(revenue)::text
-         from sales.product_days where day >= $1 and day < $2 group by day, product_id, status
-       having sum(units) <> 0 or sum(revenue) <> 0
+       select 'product_days', day::text, product_id::text || ' ' || status || ' ' || currency, units::text,
+              revenue::text
+         from sales.product_days where day >= $1 and day < $2 and (units <> 0 or revenue <> 0)
        union all
-       select 'region_days', day::text, region || ' ' || status, sum(order_count)::text, sum(total_amount)::text
-         from sales.region_days where day >= $1 and day < $2 group by day, region, status
-       having sum(order_count) <> 0 or sum(total_amount) <> 0
+       select 'region_days', day::text, region || ' ' || status || ' ' || currency, order_count::text,
+              total_amount::text
+         from sales.region_days where day >= $1 and day < $2 and (order_count <> 0 or total_amount <> 0)
      ), tables as (
-       select 'order_hours' as rollup, date_trunc('hour', ordered_at, 'UTC')::text as at, status as key,
-              count(*)::text as n, sum(total_amount)::text as amount
+       select 'order_hours' as rollup, date_trunc('hour', ordered_at, 'UTC')::text as at,
+              status || ' ' || currency as key, count(*)::text as n, sum(total_amount)::text as amount
          from sales.orders where ordered_at >= $1 and ordered_at < $2 group by 2, 3
        union all
-       select 'product_days', date_trunc('day', o.ordered_at, 'UTC')::text, i.product_id::text || ' ' || o.status,
-              sum(i.quantity)::text, sum(i.quantity * i.unit_price)::text
+       select 'product_days', date_trunc('day', o.ordered_at, 'UTC')::text,
+              i.product_id::text || ' ' || o.status || ' ' || o.currency, sum(i.quantity)::text,
+              sum(i.quantity * i.unit_price)::text
          from sales.orders o join sales.order_items i on i.order_id = o.id
         where o.ordered_at >= $1 and o.ordered_at < $2 group by 2, 3
        union all
-       select 'region_days', date_trunc('day', o.ordered_at, 'UTC')::text, c.region || ' ' || o.status,
-              count(*)::text, sum(o.total_amount)::text
+       select 'region_days', date_trunc('day', o.ordered_at, 'UTC')::text,
+              c.region || ' ' || o.status || ' ' || o.currency, count(*)::text, sum(o.total_amount)::text
          from sales.orders o join sales.customers c on c.id = o.customer_id
         where o.ordered_at >= $1 and o.ordered_at < $2 group by 2, 3
      )
@@ -244,20 +244,31 @@ const items: Write[] = [
   },
 ];
 
+const refund: Write = {
+  what: 'the order is refunded',
+  sql: (ids) => [`update sales.orders set status = 'refunded' where id = ${ids.o}`],
+};
+
+const dayMove: Write = {
+  what: 'the order moves to another UTC day',
+  sql: (ids) => [`update sales.orders set ordered_at = '${ids.dayB}T10:00:00Z' where id = ${ids.o}`],
+};
+
+/** The cases' orders are all USD: this one moves the order's sums, in every rollup, to other rows. */
+const currencyChange: Write = {
+  what: 'the order changes currency from USD to EUR',
+  sql: (ids) => [`update sales.orders set currency = 'EUR' where id = ${ids.o}`],
+};
+
 const orderChanges: Write[] = [
-  {
-    what: 'the order is refunded',
-    sql: (ids) => [`update sales.orders set status = 'refunded' where id = ${ids.o}`],
-  },
-  {
-    what: 'the order moves to another UTC day',
-    sql: (ids) => [`update sales.orders set ordered_at = '${ids.dayB}T10:00:00Z' where id = ${ids.o}`],
-  },
+  refund,
+  dayMove,
   {
     what: 'the order is deleted with its items',
     sql: (ids) => [`delete from sales.orders where id = ${ids.o}`],
     deletes: true,
   },
+  currencyChange,
 ];
 
 const customerMove: Write = {
@@ -297,6 +308,7 @@ const orders: Write[] = [
     what: "the customer's order is deleted",
     sql: (ids) => [`delete from sales.orders where id = ${ids.o}`],
   },
+  { ...currencyChange, what: "the customer's order changes currency from USD to EUR" },
 ];
 
 // Order writers against the hourly rollup: o and o2 lie in the same UTC hour.
@@ -339,10 +351,19 @@ const hourly: Pair[] = [
   },
 ];
 
+// Two changes of one order, each moving its sums in every rollup: the later must move them from
+// where the earlier left them (its new currency, status or day), not from where its snapshot saw them.
+const sameOrder: Pair[] = [refund, dayMove].map((child) => ({
+  rollup: 'every rollup',
+  parent: currencyChange,
+  child: { ...child, what: child.what.replace('the order', 'the same order') },
+}));
+
 const PAIRS: Pair[] = [
   ...orderChanges.flatMap((parent) => items.map((child) => ({ rollup: 'product_days', parent, child }))),
   ...orders.map((child) => ({ rollup: 'region_days', parent: customerMove, child })),
   ...hourly,
+  ...sameOrder,
 ];
 
 describe('item 1: the rollups under two interleaved writers at every isolation level', () => {
