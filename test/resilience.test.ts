@@ -216,29 +216,7 @@ describe('a call whose client goes away', () => {
     await scratch.admin.query('lock table sales.orders in access exclusive mode');
     let locked = true;
     try {
-      const response = new Promise<string>((done, fail) => {
-        const req = request(
-          url,
-          {
-            method: 'POST',
-            headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-          },
-          (res) => {
-            let body = '';
-            res.on('data', (c: Buffer) => (body += c.toString('utf8')));
-            res.on('end', () => done(body));
-          },
-        );
-        req.on('error', fail);
-        req.end(
-          JSON.stringify({
-            jsonrpc: '2.0',
-            id: 7,
-            method: 'tools/call',
-            params: { name: 'query_recent_orders', arguments: week },
-          }),
-        );
-      });
+      const response = postCall(url, 7).answer;
       await eventually('the query to wait on the lock', async () => (await waiting('querygate')) === 1);
       server.child.kill('SIGTERM');
       await server.waitForLog(/"msg":"stopping/);
