@@ -21,11 +21,8 @@ afterAll(async () => {
   await scratch.drop();
 });
 
-it('item 11: a call cancelled while queued is audited as cancelled', async () => {
-  const args = { start_date: '2025-06-01', end_date: '2025-06-07' };
-  await scratch.admin.query('begin');
-  await scratch.admin.query('lock table sales.orders in access exclusive mode');
-  const held = harness.call('query_recent_orders', args); // takes the one connection, waits on the lock
+/** Waits until a reader's query waits on the lock the admin connection holds. */
+async function firstCallWaitsOnTheLock(): Promise<void> {
   await eventually('the first call waits on the lock', async () => {
     // Inside the transaction that holds the lock, the activity view is a snapshot until cleared.
     await scratch.admin.query('select pg_stat_clear_snapshot()');
@@ -34,6 +31,14 @@ it('item 11: a call cancelled while queued is audited as cancelled', async () =>
     );
     return rows[0]!.n >= 1;
   });
+}
+
+it('item 11: a call cancelled while queued is audited as cancelled', async () => {
+  const args = { start_date: '2025-06-01', end_date: '2025-06-07' };
+  await scratch.admin.query('begin');
+  await scratch.admin.query('lock table sales.orders in access exclusive mode');
+  const held = harness.call('query_recent_orders', args); // takes the one connection, waits on the lock
+  await firstCallWaitsOnTheLock();
   const abort = new AbortController();
   const queued = harness.client.callTool({ name: 'query_order_count', arguments: args }, undefined, {
     signal: abort.signal,
@@ -60,13 +65,7 @@ it('item 10: over stdio, a request after a cancelled one waits for its place, an
     const call = (id: number): string =>
       `${JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'query_recent_orders', arguments: { start_date: '2025-06-01', end_date: '2025-06-07' } } })}\n`;
     cli.child.stdin!.write(call(1));
-    await eventually('the first call waits on the lock', async () => {
-      await scratch.admin.query('select pg_stat_clear_snapshot()');
-      const { rows } = await scratch.admin.query<{ n: number }>(
-        "select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'",
-      );
-      return rows[0]!.n >= 1;
-    });
+    await firstCallWaitsOnTheLock();
     // The cancel and the next request together: the cancelled call still holds the caller's one slot
     // until its query is cancelled in the database.
     cli.child.stdin!.write(
