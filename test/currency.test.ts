@@ -13,6 +13,7 @@ import { DEFAULT_READER_ROLE } from '../src/config.js';
 import { adminKysely } from '../src/db/connect.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { silentLogger } from '../src/logger.js';
+import type { SalesRow } from './support/sales-data.js';
 import { startHarness, structured, type Harness } from './support/harness.js';
 import { createScratchDatabase, type ScratchDatabase } from './support/scratch.js';
 
@@ -93,16 +94,6 @@ type Range = { start_date: string; end_date: string };
 /** Orders placed in the range, read in the zone by PostgreSQL: $1 start, $2 end, $3 zone. */
 const IN_RANGE = `o.ordered_at >= ($1::timestamp at time zone $3) and o.ordered_at < (($2::date + 1)::timestamp at time zone $3)`;
 const NET = `o.status not in ('cancelled', 'refunded')`;
-
-interface SalesRow {
-  period?: string;
-  region?: string;
-  category?: string;
-  currency: string;
-  order_count: number;
-  revenue: number;
-  avg_order_value: number;
-}
 
 /** query_sales's rows, summed per group and currency from the sales tables. */
 async function expectedSales(range: Range, timeZone: string, groupBy: (typeof GROUPINGS)[number]): Promise<SalesRow[]> {

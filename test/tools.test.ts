@@ -11,6 +11,7 @@ import {
   money,
   ordersBetween,
   type SalesData,
+  type SalesRow,
 } from './support/sales-data.js';
 
 let harness: Harness;
@@ -37,16 +38,6 @@ afterAll(async () => {
   await harness.close();
   await admin.end();
 });
-
-interface SalesRow {
-  period?: string;
-  region?: string;
-  category?: string;
-  currency: string;
-  order_count: number;
-  revenue: number;
-  avg_order_value: number;
-}
 
 /** Groups net orders by a key and gives the rows query_sales should return, unordered. */
 function expectedSales(

@@ -4,6 +4,17 @@
  */
 import type pg from 'pg';
 
+/** A row of query_sales, as the tool returns it. */
+export interface SalesRow {
+  period?: string;
+  region?: string;
+  category?: string;
+  currency: string;
+  order_count: number;
+  revenue: number;
+  avg_order_value: number;
+}
+
 export interface RawOrder {
   id: number;
   customerId: number;
