@@ -23,6 +23,8 @@ export interface AuditEntry {
   readonly invalid_fields?: readonly string[];
   readonly row_count?: number;
   readonly duration_ms: number;
+  /** The W3C trace context the client sent with the request, to find the call in a trace. */
+  readonly traceparent?: string;
 }
 
 export interface AuditLog {

@@ -53,11 +53,12 @@ export class InfraError extends Error {
   }
 }
 
-/** A JSON-RPC protocol error; the SDK sends `code` and `message` as they are. */
+/** A JSON-RPC protocol error: `code`, `message` and `data` go on the wire as they are. */
 export class ProtocolError extends Error {
   constructor(
     readonly code: number,
     message: string,
+    readonly data?: Record<string, unknown>,
   ) {
     super(message);
     this.name = 'ProtocolError';
@@ -66,6 +67,8 @@ export class ProtocolError extends Error {
 
 /** JSON-RPC "Invalid params", which the spec uses for an unknown tool. */
 export const INVALID_PARAMS = -32602;
+/** JSON-RPC "Method not found". */
+export const METHOD_NOT_FOUND = -32601;
 
 export class ConfigError extends Error {
   constructor(message: string) {

@@ -33,6 +33,7 @@ import { quote } from './lib/date-range.js';
 import { MASK_FOR, initials, lastFourDigits, maskEmail, type Mask, type Tokenizer } from './lib/masking.js';
 import type { CallLimits } from './limits.js';
 import type { Logger } from './logger.js';
+import { preSerialized } from './protocol/json-rpc.js';
 
 export type ColumnKind = 'text' | 'integer' | 'money' | 'date' | 'timestamp';
 
@@ -126,10 +127,20 @@ export interface Caller {
   readonly tools?: ReadonlySet<string>;
 }
 
+/** The levels of a log message to the client (MCP's, from syslog). */
+export type ClientLogLevel = 'debug' | 'info' | 'notice' | 'warning' | 'error' | 'critical' | 'alert' | 'emergency';
+
 export interface CallOptions {
   readonly caller: Caller;
   /** Aborted when the client cancels or goes away; the running query is then cancelled. */
   readonly signal?: AbortSignal;
+  /** The request's W3C trace context, written into the call's audit and log lines. */
+  readonly traceparent?: string;
+  /**
+   * Tells the client how the call ended (MCP's notifications/message): the outcome, row count and
+   * timing, or the error code. Never arguments, rows or anything personal.
+   */
+  readonly report?: (level: ClientLogLevel, data: Record<string, unknown>) => void;
 }
 
 export interface Registry {
@@ -191,6 +202,7 @@ export function createRegistry(templates: readonly AnyTemplate[]): Registry {
           error_class: 'protocol',
           error_code: 'unknown_tool',
           duration_ms: 0,
+          ...(options.traceparent === undefined ? {} : { traceparent: options.traceparent }),
         });
         // The same answer for a tool that does not exist and one outside the toolset: no probing.
         throw new ProtocolError(INVALID_PARAMS, `Unknown tool: ${JSON.stringify(String(name).slice(0, 100))}`);
@@ -369,6 +381,15 @@ function statementFor(entry: Entry, args: unknown, cap: number, deps: CallDeps):
   return statement;
 }
 
+const REPORT_LEVEL: Record<AuditOutcome, ClientLogLevel> = {
+  ok: 'info',
+  cancelled: 'info',
+  rejected: 'warning',
+  refused: 'warning',
+  unknown_tool: 'warning',
+  failed: 'error',
+};
+
 async function runTemplate(
   entry: Entry,
   rawArgs: unknown,
@@ -379,18 +400,34 @@ async function runTemplate(
   const requestId = randomUUID();
   const started = performance.now();
   let validArgs: Record<string, unknown> | null = null;
-  const audit = (outcome: AuditOutcome, fields: Partial<AuditEntry> = {}): void =>
+  const trace = options.traceparent === undefined ? {} : { traceparent: options.traceparent };
+  const audit = (outcome: AuditOutcome, fields: Partial<AuditEntry> = {}): void => {
+    const duration = Math.round((performance.now() - started) * 100) / 100;
     deps.audit.write({
       request_id: requestId,
       caller: options.caller.id,
       tool: template.name,
       arguments: validArgs,
       outcome,
-      duration_ms: Math.round((performance.now() - started) * 100) / 100,
+      duration_ms: duration,
+      ...trace,
       ...fields,
     });
+    const { error_code, invalid_fields, row_count } = fields;
+    options.report?.(REPORT_LEVEL[outcome], {
+      tool: template.name,
+      outcome,
+      ...(error_code === undefined ? {} : { error_code }),
+      ...(invalid_fields === undefined ? {} : { invalid_fields }),
+      ...(row_count === undefined ? {} : { row_count }),
+      duration_ms: duration,
+      request_id: requestId,
+    });
+  };
   const fail = (error: InfraError, cause?: unknown): CallToolResult => {
-    if (cause !== undefined) deps.logger.error('tool call failed', { request_id: requestId, ...describeCause(cause) });
+    if (cause !== undefined) {
+      deps.logger.error('tool call failed', { request_id: requestId, ...trace, ...describeCause(cause) });
+    }
     audit(error.code === 'rate_limited' || error.code === 'busy' ? 'refused' : 'failed', {
       error_class: 'infrastructure',
       error_code: error.code,
@@ -460,25 +497,17 @@ async function runTemplate(
   }
 }
 
-/** Where a result keeps its own JSON; a symbol key, so JSON.stringify and clients never see it. */
-const SERIALIZED = Symbol('querygate.serialized');
-
 /**
  * The result for structured output: the structure, and its JSON text in a text block for clients that
  * read text. The JSON is written once and kept on the result, so a transport can put the whole result
- * on the wire without serializing the rows a second time (see serializedResult).
+ * on the wire without serializing the rows a second time (see preSerialized).
  */
 function successResult(data: Record<string, unknown>): CallToolResult {
   const text = JSON.stringify(data);
-  const result: CallToolResult = { content: [{ type: 'text', text }], structuredContent: data };
-  (result as { [SERIALIZED]?: string })[SERIALIZED] =
-    `{"content":[{"type":"text","text":${JSON.stringify(text)}}],"structuredContent":${text}}`;
-  return result;
-}
-
-/** The JSON of a result the registry made, equal to JSON.stringify(result); undefined for any other value. */
-export function serializedResult(result: unknown): string | undefined {
-  return typeof result === 'object' && result !== null ? (result as { [SERIALIZED]?: string })[SERIALIZED] : undefined;
+  return preSerialized<CallToolResult>(
+    { content: [{ type: 'text', text }], structuredContent: data },
+    `{"content":[{"type":"text","text":${JSON.stringify(text)}}],"structuredContent":${text}}`,
+  );
 }
 
 /** A declared column with what shaping needs resolved once: its JSON type, mask and token entity. */

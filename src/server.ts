@@ -1,44 +1,18 @@
 /**
- * The MCP server for stdio and in-process transports: every message goes through the same stateless
- * handler as HTTP (transports/json-rpc.ts), so one code path answers every client.
+ * The MCP server for stdio and in-process transports: one session, one caller. Every message goes
+ * through the same dispatcher as HTTP (protocol/dispatcher.ts), so one code path answers every
+ * client; the session keeps only what a legacy client set with logging/setLevel.
  */
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import type { CallDeps, Caller, Registry } from './registry.js';
-import {
-  cancelledRequestId,
-  handleMessage,
-  isCancellation,
-  requestIdOf,
-  type RequestId,
-} from './transports/json-rpc.js';
+import type { Caller } from './registry.js';
+import { createDispatcher, type DispatchDeps, type Session } from './protocol/dispatcher.js';
+import { cancelledRequestId, isCancellation, requestIdOf, type RequestId } from './protocol/json-rpc.js';
 
-/** Kept equal to package.json's version; a test checks it. */
-export const VERSION = '0.1.0';
+export { VERSION, SERVER_INFO, INSTRUCTIONS } from './protocol/identity.js';
+export { LEGACY_VERSIONS as PROTOCOL_VERSIONS, SUPPORTED_VERSIONS } from './protocol/revisions.js';
 
-export const SERVER_INFO = { name: 'querygate', title: 'querygate: read-only sales queries', version: VERSION };
-export const CAPABILITIES = { tools: { listChanged: false } };
-/**
- * The MCP versions this server speaks, newest first: the specification it follows (2025-11-25) and
- * the earlier ones the SDK's clients still send. Its own list, so that serving does not load the SDK's
- * schemas (about 15 MB); a test keeps it equal to the SDK's.
- */
-export const PROTOCOL_VERSIONS: readonly string[] = [
-  '2025-11-25',
-  '2025-06-18',
-  '2025-03-26',
-  '2024-11-05',
-  '2024-10-07',
-];
-export const INSTRUCTIONS = [
-  'querygate answers questions about sales data through fixed, read-only query tools.',
-  'Every tool takes start_date and end_date (YYYY-MM-DD, inclusive, at most 90 days counted inclusively); split longer periods into several calls.',
-  'Revenue figures are net: cancelled and refunded orders are left out. Customer data comes back desensitized.',
-].join(' ');
-
-export interface ServerDeps extends CallDeps {
-  readonly registry: Registry;
-}
+export type ServerDeps = DispatchDeps;
 
 /**
  * A transport that wants to know when a request ends without an answer (the client cancelled it):
@@ -59,13 +33,15 @@ export interface McpServer {
 
 /** An MCP server for one caller over one transport: it lists and runs only the caller's tools. */
 export function createServer(deps: ServerDeps, caller: Caller): McpServer {
+  const dispatcher = createDispatcher(deps);
+  const session: Session = {};
   let transport: PacedTransport | undefined;
   const inFlight = new Map<RequestId, AbortController>();
   let markClosed: () => void = () => undefined;
   const closed = new Promise<void>((resolve) => (markClosed = resolve));
 
   const receive = (message: JSONRPCMessage): void => {
-    // Anything may arrive (a stdio line is any JSON): the handler answers what is not a request.
+    // Anything may arrive (a stdio line is any JSON): the dispatcher answers what is not a request.
     if (isCancellation(message)) {
       // The client gave up: abort the call, which cancels its query; no answer is sent for it.
       const requestId = cancelledRequestId(message);
@@ -75,8 +51,12 @@ export function createServer(deps: ServerDeps, caller: Caller): McpServer {
     const abort = new AbortController();
     const id = requestIdOf(message);
     if (id !== undefined) inFlight.set(id, abort);
-    void handleMessage(message, deps, caller, abort.signal)
-      .then(async (response) => {
+    const notify = (notification: object): void => {
+      if (!abort.signal.aborted) void transport?.send(notification as JSONRPCMessage);
+    };
+    void dispatcher
+      .handle(message, { caller, signal: abort.signal, session, notify })
+      .then(async ({ response }) => {
         if (response && !abort.signal.aborted) await transport?.send(response as JSONRPCMessage);
         else if (id !== undefined) transport?.unanswered?.(id);
       })

@@ -139,14 +139,14 @@ describe('stdio as a pipe', () => {
     expect(await cli.exited, cli.stderr()).toBe(0);
     const notJsonRpc = { code: -32600, message: expect.stringMatching(/not a JSON-RPC 2.0 message/) };
     expect(lines.map((line) => JSON.parse(line) as object)).toEqual([
-      { jsonrpc: '2.0', id: null, error: notJsonRpc },
-      { jsonrpc: '2.0', id: null, error: notJsonRpc },
+      { jsonrpc: '2.0', error: notJsonRpc },
+      { jsonrpc: '2.0', error: notJsonRpc },
       { jsonrpc: '2.0', id: 9, error: { code: -32600, message: expect.stringMatching(/method must be a string/) } },
       { jsonrpc: '2.0', id: 8, result: {} },
     ]);
   });
 
-  it('refuses a line over 1 MiB with -32600 and goes on serving', async () => {
+  it('refuses a line over 1 MiB with -32600 under its id, and goes on serving', async () => {
     const cli = startCli([], { DATABASE_URL: inject('readerUrl') });
     const huge = `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"${'x'.repeat(1_100_000)}"}}\n`;
     // Written in pieces, as a pipe delivers it: the limit must hold across chunks.
@@ -156,7 +156,7 @@ describe('stdio as a pipe', () => {
     expect(await cli.exited, cli.stderr()).toBe(0);
     const answers = lines.map((line) => JSON.parse(line) as { id: unknown; result?: CallToolResult; error?: object });
     expect(answers).toHaveLength(2);
-    expect(answers[0]).toMatchObject({ id: null, error: { code: -32600 } });
+    expect(answers[0]).toMatchObject({ id: 1, error: { code: -32600 } });
     expect(JSON.stringify(answers[0])).toMatch(/limited to 1048576 bytes/);
     expect(answers[1]).toMatchObject({ id: 2, result: { structuredContent: { order_count: expect.any(Number) } } });
   });

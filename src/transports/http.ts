@@ -1,7 +1,10 @@
 /**
  * MCP over Streamable HTTP at /mcp, stateless: every POST is one JSON-RPC message answered with one
- * JSON response, with no session, so any replica can answer any request. Bound to loopback by default, with Host and Origin checks on /mcp
- * against DNS rebinding, bearer tokens (required off loopback), a request rate limit and a body size limit.
+ * JSON response (or, when the request asked for log messages and accepts a stream, an SSE stream of
+ * them ending with the answer), with no session, so any replica can answer any request. Both
+ * revisions share the endpoint: the dispatcher tells them apart by the body. Bound to loopback by
+ * default, with Host and Origin checks on /mcp against DNS rebinding, bearer tokens (required off
+ * loopback), a request rate limit and a body size limit.
  */
 import {
   createServer as createHttpServer,
@@ -15,8 +18,8 @@ import { ConfigError } from '../errors.js';
 import type { TokenBucket } from '../limits.js';
 import type { Logger } from '../logger.js';
 import type { Caller } from '../registry.js';
-import { PROTOCOL_VERSIONS, type ServerDeps } from '../server.js';
-import { encodeMessage, handleMessage, parseJson } from './json-rpc.js';
+import { createDispatcher, type DispatchDeps } from '../protocol/dispatcher.js';
+import { encodeMessage, errorResponse, parseJson, type OutgoingMessage } from '../protocol/json-rpc.js';
 
 export interface HttpOptions {
   readonly host: string;
@@ -45,12 +48,13 @@ const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
 /** Without tokens (loopback only), every HTTP client is this one caller. */
 const ANONYMOUS: Caller = { id: 'http' };
 
-export async function serveHttp(deps: ServerDeps, options: HttpOptions, logger: Logger): Promise<RunningHttp> {
+export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger: Logger): Promise<RunningHttp> {
   if (!LOOPBACK.has(options.host) && !options.auth) {
     throw new ConfigError(
       `refusing to serve on ${options.host} without authentication; set QUERYGATE_HTTP_TOKEN or QUERYGATE_HTTP_TOKENS_FILE, or bind 127.0.0.1`,
     );
   }
+  const dispatcher = createDispatcher(deps);
   let allowedHosts = new Set<string>();
   let allowedOrigins = new Set<string>();
 
@@ -101,15 +105,6 @@ export async function serveHttp(deps: ServerDeps, options: HttpOptions, logger: 
     if (!/application\/json|\*\/\*/i.test(accept)) {
       return sendError(res, 406, -32000, 'Not Acceptable: accept application/json');
     }
-    const version = req.headers['mcp-protocol-version'];
-    if (version !== undefined && !PROTOCOL_VERSIONS.includes(String(version))) {
-      return sendError(
-        res,
-        400,
-        -32000,
-        `Bad Request: unsupported MCP-Protocol-Version ${JSON.stringify(String(version).slice(0, 40))}`,
-      );
-    }
     const body = await readBody(req, options.maxBodyBytes);
     if (body === 'too_large') {
       res.setHeader('connection', 'close');
@@ -127,13 +122,39 @@ export async function serveHttp(deps: ServerDeps, options: HttpOptions, logger: 
     res.on('close', () => {
       if (!res.writableFinished) abort.abort();
     });
-    const response = await handleMessage(parsed, deps, caller, abort.signal);
+    // Log messages the request asked for go ahead of the answer on an SSE stream, opened by the first.
+    const streams = /text\/event-stream/i.test(accept);
+    const event = (message: OutgoingMessage): void => {
+      if (!res.headersSent) {
+        res.writeHead(200, {
+          'content-type': 'text/event-stream',
+          'cache-control': 'no-cache',
+          'x-accel-buffering': 'no',
+        });
+      }
+      res.write(`event: message\ndata: ${encodeMessage(message)}\n\n`);
+    };
+    const { response, status } = await dispatcher.handle(parsed, {
+      caller,
+      signal: abort.signal,
+      session: {},
+      notify: streams ? (notification) => !abort.signal.aborted && event(notification) : undefined,
+      header: (name) => {
+        const value = req.headers[name];
+        return Array.isArray(value) ? value.join(', ') : value;
+      },
+    });
+    if (res.headersSent) {
+      if (response) event(response);
+      res.end();
+      return;
+    }
     if (response === undefined) {
       res.writeHead(202).end();
       return;
     }
     const json = encodeMessage(response);
-    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) }).end(json);
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) }).end(json);
   }
 
   let closing = false;
@@ -195,8 +216,9 @@ async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | '
   return Buffer.concat(chunks);
 }
 
+/** An error refused before the body was read: the request's id is not known, so it has none. */
 function sendError(res: ServerResponse, status: number, code: number, message: string): void {
   res
     .writeHead(status, { 'content-type': 'application/json' })
-    .end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+    .end(JSON.stringify(errorResponse(undefined, code, message)));
 }

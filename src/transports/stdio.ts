@@ -9,15 +9,17 @@
  */
 import type { Readable, Writable } from 'node:stream';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import type { McpServer, PacedTransport } from '../server.js';
 import {
   cancelledRequestId,
   encodeMessage,
+  errorResponse,
+  idFromPrefix,
   parseJson,
   requestIdOf,
-  type JsonRpcResponse,
+  type OutgoingMessage,
   type RequestId as Id,
-} from './json-rpc.js';
+} from '../protocol/json-rpc.js';
+import type { McpServer, PacedTransport } from '../server.js';
 
 const NEWLINE = 0x0a;
 /**
@@ -25,6 +27,8 @@ const NEWLINE = 0x0a;
  * script pipes in waits in the pipe, not in this process's memory.
  */
 const MAX_WAITING_BYTES = 1 << 20;
+/** How much of an over-long line is searched for the id its error is answered under. */
+const ID_SEARCH_BYTES = 64 << 10;
 
 export interface StdioOptions {
   readonly input?: Readable;
@@ -82,13 +86,10 @@ export function createStdioTransport(options: StdioOptions = {}): PacedTransport
       output.on('drain', onDrain);
     },
     send: async (message) => {
-      if (closed) return;
-      if (!output.write(`${encodeMessage(message as JsonRpcResponse)}\n`)) {
-        outputFull = true;
-        regulateInput();
-      }
+      write(message as OutgoingMessage);
+      // An answer (not a notification) ends its request.
       const { id } = message as { id?: unknown };
-      if (typeof id === 'string' || typeof id === 'number') settle(id);
+      if ((typeof id === 'string' || typeof id === 'number') && !('method' in message)) settle(id);
     },
     close: async () => close(),
     // A cancelled call's place is given back only when the server is done with it, so that the next
@@ -106,7 +107,7 @@ export function createStdioTransport(options: StdioOptions = {}): PacedTransport
         continue;
       }
       if (pendingBytes + tail.length > maxLineBytes) {
-        tooLong();
+        tooLong(tail);
         continue;
       }
       const line = pending.length === 0 ? tail : Buffer.concat([...pending, tail]);
@@ -117,7 +118,7 @@ export function createStdioTransport(options: StdioOptions = {}): PacedTransport
     const rest = chunk.subarray(from);
     if (rest.length === 0 || skipping) return;
     if (pendingBytes + rest.length > maxLineBytes) {
-      tooLong();
+      tooLong(rest);
       skipping = true;
       return;
     }
@@ -134,10 +135,12 @@ export function createStdioTransport(options: StdioOptions = {}): PacedTransport
     closeIfDone();
   }
 
-  function tooLong(): void {
+  /** A line over the limit is answered under its id, when the id can be read from the line's start. */
+  function tooLong(more: Buffer): void {
+    const start = Buffer.concat([...pending, more.subarray(0, ID_SEARCH_BYTES)]).subarray(0, ID_SEARCH_BYTES);
     pending = [];
     pendingBytes = 0;
-    reply(-32600, `Invalid Request: a message is limited to ${maxLineBytes} bytes`);
+    write(errorResponse(idFromPrefix(start), -32600, `Invalid Request: a message is limited to ${maxLineBytes} bytes`));
   }
 
   function receive(line: Buffer): void {
@@ -145,13 +148,13 @@ export function createStdioTransport(options: StdioOptions = {}): PacedTransport
     if (end === 0) return; // blank lines between messages are harmless
     const parsed = parseJson(line.subarray(0, end));
     if (!parsed) {
-      reply(-32700, 'Parse error: a line is not valid UTF-8 JSON');
+      write(errorResponse(undefined, -32700, 'Parse error: a line is not valid UTF-8 JSON'));
       return;
     }
     const message = parsed.value;
     const id = requestIdOf(message);
     if (id === undefined) {
-      // Notifications and anything the handler answers at once (with id null, for a malformed message).
+      // Notifications and anything the dispatcher answers at once (without an id, for a malformed message).
       const cancelled = cancelledRequestId(message);
       if (cancelled !== undefined) forgetWaiting(cancelled);
       deliver(message);
@@ -172,14 +175,17 @@ export function createStdioTransport(options: StdioOptions = {}): PacedTransport
   }
 
   function refuse(id: Id): void {
-    void transport.send({
-      jsonrpc: '2.0',
-      id,
-      error: {
-        code: SHUTTING_DOWN,
-        message: 'Server shutting down: the request was not run; send it again after a restart',
-      },
-    } as unknown as JSONRPCMessage);
+    write(
+      errorResponse(id, SHUTTING_DOWN, 'Server shutting down: the request was not run; send it again after a restart'),
+    );
+  }
+
+  function write(message: OutgoingMessage): void {
+    if (closed) return;
+    if (!output.write(`${encodeMessage(message)}\n`)) {
+      outputFull = true;
+      regulateInput();
+    }
   }
 
   /**
@@ -244,10 +250,6 @@ export function createStdioTransport(options: StdioOptions = {}): PacedTransport
 
   function closeIfDone(): void {
     if (inputEnded && inFlightCount === 0 && waiting.length === 0) close();
-  }
-
-  function reply(code: number, message: string): void {
-    void transport.send({ jsonrpc: '2.0', id: null, error: { code, message } } as unknown as JSONRPCMessage);
   }
 
   function onStreamError(err: Error): void {

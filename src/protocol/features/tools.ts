@@ -1,0 +1,32 @@
+/** Tools: the registry's templates, listed for the caller and run through its one door. */
+import { INVALID_PARAMS, ProtocolError } from '../../errors.js';
+import type { Feature } from '../dispatcher.js';
+import { isObject } from '../json-rpc.js';
+
+/** The tool list changes only with a restart; each caller's list is its own (toolsets). */
+const TOOL_LIST_TTL_MS = 300_000;
+
+export const toolsFeature: Feature = {
+  capabilities: { tools: { listChanged: false } },
+  methods: {
+    'tools/list': {
+      eras: ['legacy', 'modern'],
+      cache: { ttlMs: TOOL_LIST_TTL_MS, cacheScope: 'private' },
+      // Always in the registry's order, so a client's cache and a model's prompt stay stable.
+      handle: (_params, { deps, caller }) => ({ tools: deps.registry.toolsFor(caller) }),
+    },
+    'tools/call': {
+      eras: ['legacy', 'modern'],
+      nameParam: 'name',
+      handle: async (params, { deps, caller, signal, traceparent, log }) => {
+        const { name, arguments: args } = params;
+        if (typeof name !== 'string') throw new ProtocolError(INVALID_PARAMS, 'Invalid params: name must be a string');
+        if (args !== undefined && !isObject(args)) {
+          throw new ProtocolError(INVALID_PARAMS, 'Invalid params: arguments must be an object');
+        }
+        const result = await deps.registry.call(name, args, deps, { caller, signal, traceparent, report: log });
+        return result as unknown as Record<string, unknown>;
+      },
+    },
+  },
+};
