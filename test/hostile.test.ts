@@ -543,7 +543,10 @@ describe('malformed JSON-RPC over HTTP, against the built CLI', () => {
     for (const body of ['not json', '{"jsonrpc": "2.0", "id": 1, ', '{"a":1}}', "{'single':'quotes'}", '']) {
       const res = await post(url, body);
       expect(res.status, body).toBe(400);
-      expect(JSON.parse(res.body), body).toEqual({ jsonrpc: '2.0', error: { code: -32700, message: expect.any(String) } });
+      expect(JSON.parse(res.body), body).toEqual({
+        jsonrpc: '2.0',
+        error: { code: -32700, message: expect.any(String) },
+      });
     }
   });
 
