@@ -11,7 +11,6 @@
 import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readFile, readdir, rename, rm, stat } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -104,15 +103,16 @@ export function serverEnv(dataDir) {
 }
 
 /**
- * Starts `querygate serve --http` on a free loopback port, its stderr in logFile, and resolves once
- * /readyz answers 200 (the first start creates and seeds the database).
+ * Starts `querygate serve --http` on a port the system picks, its stderr in logFile, and resolves
+ * once /readyz answers 200 (the first start creates and seeds the database, a few seconds).
  */
 export async function startHttpServer(dataDir, logFile) {
-  const port = await freePort();
   // The log gets a file descriptor of its own: a pipe through this process would stall the server
   // (its stderr writes block on a full pipe) while this process waits on a child.
   const log = openSync(logFile, 'w');
-  const child = spawn(process.execPath, [CLI, 'serve', '--http', '--port', String(port)], {
+  // Port 0, and the URL from the log: a free port picked here could be taken by the time the server
+  // listens, which is after its database has started.
+  const child = spawn(process.execPath, [CLI, 'serve', '--http', '--port', '0'], {
     env: serverEnv(dataDir),
     stdio: ['ignore', 'ignore', log],
   });
@@ -125,14 +125,16 @@ export async function startHttpServer(dataDir, logFile) {
     await exited;
     clearTimeout(timer);
   };
-  const base = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 120_000;
   for (;;) {
-    const status = await fetch(`${base}/readyz`).then(
-      (res) => res.status,
-      () => 0,
-    );
-    if (status === 200) return { url: `${base}/mcp`, stop };
+    const url = /listening on (http:\/\/[^"\s]+)/.exec(await readFile(logFile, 'utf8'))?.[1];
+    const ready =
+      url &&
+      (await fetch(new URL('/readyz', url)).then(
+        (res) => res.status === 200,
+        () => false,
+      ));
+    if (ready) return { url, stop };
     const gone = await Promise.race([exited, delay(250).then(() => undefined)]);
     if (gone !== undefined) throw new Error(`querygate exited (${gone}) before it was ready`);
     if (Date.now() > deadline) {
@@ -140,17 +142,6 @@ export async function startHttpServer(dataDir, logFile) {
       throw new Error('querygate was not ready within 120 s');
     }
   }
-}
-
-function freePort() {
-  return new Promise((done, fail) => {
-    const probe = createServer();
-    probe.once('error', fail);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address();
-      probe.close(() => done(port));
-    });
-  });
 }
 
 const delay = (ms) => new Promise((done) => setTimeout(done, ms));
