@@ -2,7 +2,7 @@
  * Assembles a running querygate from its configuration: the database (given or embedded), the reader
  * pool, the start-up safety check and readiness, admission limits and the audit log.
  */
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { templates } from '../queries/index.js';
 import { createAuditLog } from './audit.js';
 import type { Config } from './config.js';
@@ -46,6 +46,8 @@ function reportZoneRules(timeZone: string, agreement: ZoneRulesAgreement, logger
 
 export interface App {
   readonly deps: ServerDeps;
+  /** Key of legacy HTTP session ids, derived from the token key so that replicas share it. */
+  readonly sessionKey: Uint8Array;
   /**
    * For /readyz: the role was checked and the database answers now, on a connection of the probe's
    * own (at most one probe a second, each answered within PROBE_TIMEOUT_MS).
@@ -214,6 +216,7 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
   return {
     probeReady,
     drain,
+    sessionKey: createHmac('sha256', tokenKey).update('querygate mcp session ids').digest(),
     deps: {
       registry,
       db: reader,

@@ -163,6 +163,7 @@ async function serve(
           requestBuckets: createTokenBuckets(config.rateLimitPerMinute * 5),
           maxBodyBytes: 1 << 20,
           isReady: () => app.probeReady(),
+          sessionKey: app.sessionKey,
         },
         logger,
       );

@@ -325,6 +325,57 @@ describe('2026-07-28 on the wire', () => {
   });
 });
 
+describe('legacy HTTP session ids, kept by no one', () => {
+  const initialize = {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'protocol-test', version: '1' } },
+  };
+
+  it('are issued by initialize, accepted back, and a forged or altered one is answered 404', async () => {
+    const init = await post(initialize, { 'mcp-protocol-version': undefined });
+    const sid = init.headers['mcp-session-id'];
+    expect(sid).toMatch(/^[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/);
+    const legacy = { 'mcp-protocol-version': '2025-11-25' };
+    expect((await post(listToolsBody, { ...legacy, 'mcp-session-id': sid as string })).status).toBe(200);
+    const altered = `${(sid as string).slice(0, 5)}${(sid as string)[5] === 'A' ? 'B' : 'A'}${(sid as string).slice(6)}`;
+    for (const bad of [altered, 'not-a-session', `${'A'.repeat(22)}.${'B'.repeat(43)}`]) {
+      const res = await post(listToolsBody, { ...legacy, 'mcp-session-id': bad });
+      expect([res.status, res.json.id, res.json.error?.code], bad).toEqual([404, 1, -32001]);
+    }
+    // 2026-07-28 has no sessions: the header is ignored.
+    expect((await modern(2, 'tools/list', {}, { 'mcp-session-id': 'not-a-session' })).status).toBe(200);
+  });
+
+  it('are accepted by a replica with the same QUERYGATE_TOKEN_KEY, and by no other', async () => {
+    const sid = (await post(initialize, { 'mcp-protocol-version': undefined })).headers['mcp-session-id'] as string;
+    const replicas = [env(), { ...env(), QUERYGATE_TOKEN_KEY: 'another-key' }].map((vars) =>
+      startCli(['serve', '--http', '--port', '0'], vars),
+    );
+    try {
+      const statuses: number[] = [];
+      for (const replica of replicas) {
+        const at = new URL((await replica.waitForLog(/listening on (http:\/\/[^"\s]+\/mcp)/))[1]!);
+        const answer = await fetch(at, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            'mcp-protocol-version': '2025-11-25',
+            'mcp-session-id': sid,
+          },
+          body: JSON.stringify(listToolsBody),
+        });
+        statuses.push(answer.status);
+      }
+      expect(statuses).toEqual([200, 404]);
+    } finally {
+      for (const replica of replicas) expect(await replica.stop()).toBe(0);
+    }
+  });
+});
+
 describe('errors whose request cannot be told', () => {
   it('carry no id at all, never a null one', async () => {
     for (const res of [

@@ -12,6 +12,7 @@ import {
   type Server as HttpServer,
   type ServerResponse,
 } from 'node:http';
+import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Authenticator } from '../auth.js';
 import { ConfigError } from '../errors.js';
@@ -19,7 +20,16 @@ import type { TokenBucket } from '../limits.js';
 import type { Logger } from '../logger.js';
 import type { Caller } from '../registry.js';
 import { createDispatcher, type DispatchDeps } from '../protocol/dispatcher.js';
-import { encodeMessage, errorResponse, parseJson, type OutgoingMessage } from '../protocol/json-rpc.js';
+import {
+  encodeMessage,
+  errorResponse,
+  parseJson,
+  requestIdOf,
+  type OutgoingMessage,
+  type RequestId,
+} from '../protocol/json-rpc.js';
+import { MODERN_VERSIONS } from '../protocol/revisions.js';
+import { createSessionIds } from './session-ids.js';
 
 export interface HttpOptions {
   readonly host: string;
@@ -35,6 +45,11 @@ export interface HttpOptions {
   readonly maxBodyBytes: number;
   /** Whether the reader role was checked and the database answers: /readyz. */
   readonly isReady: () => Promise<boolean>;
+  /**
+   * Key of the legacy session ids; replicas that share it accept each other's. A random one when
+   * absent: ids then last as long as the process.
+   */
+  readonly sessionKey?: Uint8Array;
 }
 
 export interface RunningHttp {
@@ -55,6 +70,7 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
     );
   }
   const dispatcher = createDispatcher(deps);
+  const sessions = createSessionIds(options.sessionKey ?? randomBytes(32));
   let allowedHosts = new Set<string>();
   let allowedOrigins = new Set<string>();
 
@@ -93,7 +109,7 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
       return sendError(res, 429, -32000, `Too many requests: retry in ${wait} seconds`);
     }
     if (req.method !== 'POST') {
-      // Stateless server: no standalone SSE stream (GET) and no session to delete (DELETE).
+      // Stateless server: no standalone SSE stream (GET), and sessions that end by themselves (DELETE).
       res.setHeader('allow', 'POST');
       return sendError(res, 405, -32000, 'Method not allowed: this stateless server takes POST only');
     }
@@ -116,6 +132,13 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
     if (Array.isArray(parsed)) {
       // JSON-RPC batches left MCP in 2025-06-18.
       return sendError(res, 400, -32600, 'Invalid Request: JSON-RPC batches are not supported');
+    }
+    // A legacy client's session id must be one this server (or a replica with its key) issued;
+    // 2026-07-28 has no sessions, and its requests ignore the header.
+    const sessionId = req.headers['mcp-session-id'];
+    const modernHeader = MODERN_VERSIONS.includes(String(req.headers['mcp-protocol-version']));
+    if (typeof sessionId === 'string' && !modernHeader && !sessions.valid(sessionId, caller.id)) {
+      return sendError(res, 404, -32001, 'Session not found: initialize again', requestIdOf(parsed));
     }
     // The client going away mid-call aborts it, which cancels its query on the server.
     const abort = new AbortController();
@@ -154,6 +177,9 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
       return;
     }
     const json = encodeMessage(response);
+    if ((parsed as { method?: unknown }).method === 'initialize' && 'result' in response) {
+      res.setHeader('mcp-session-id', sessions.mint(caller.id));
+    }
     res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) }).end(json);
   }
 
@@ -216,9 +242,7 @@ async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | '
   return Buffer.concat(chunks);
 }
 
-/** An error refused before the body was read: the request's id is not known, so it has none. */
-function sendError(res: ServerResponse, status: number, code: number, message: string): void {
-  res
-    .writeHead(status, { 'content-type': 'application/json' })
-    .end(JSON.stringify(errorResponse(undefined, code, message)));
+/** An error refused before the dispatcher: without an id, unless the body was read and had one. */
+function sendError(res: ServerResponse, status: number, code: number, message: string, id?: RequestId): void {
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(errorResponse(id, code, message)));
 }
