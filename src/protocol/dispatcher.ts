@@ -187,6 +187,7 @@ export function createDispatcher(deps: DispatchDeps, features: readonly Feature[
       }
       deps.logger.error('request failed', {
         method: method.slice(0, 100),
+        ...(envelope?.traceparent === undefined ? {} : { traceparent: envelope.traceparent }),
         message: err instanceof Error ? err.message : String(err),
       });
       return { response: errorResponse(requestId, INTERNAL_ERROR, 'Internal error'), status: 200 };
