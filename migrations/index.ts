@@ -11,6 +11,7 @@ import { regionDays } from './0008-region-days.js';
 import { rollupIsolation } from './0009-rollup-isolation.js';
 import { rollupCurrency } from './0010-rollup-currency.js';
 import { readerLimits } from './0011-reader-limits.js';
+import { storedMasks } from './0012-stored-masks.js';
 
 export function migrations(options: { readerRole: string }): Record<string, Migration> {
   return {
@@ -25,5 +26,6 @@ export function migrations(options: { readerRole: string }): Record<string, Migr
     '0009-rollup-isolation': rollupIsolation(),
     '0010-rollup-currency': rollupCurrency(options.readerRole),
     '0011-reader-limits': readerLimits(options.readerRole),
+    '0012-stored-masks': storedMasks,
   };
 }

@@ -175,6 +175,7 @@ export function createRegistry(templates: readonly AnyTemplate[]): Registry {
       knownArgs: Object.keys(inputSchema.properties ?? {}),
       columns: shapedColumns(template),
       statements: new Map(),
+      placements: new Map(),
     });
     assertSelections(template);
     tools.push({
@@ -362,6 +363,8 @@ interface Entry {
    * and parameters, so it is built once. Bounded; cleared when full.
    */
   readonly statements: Map<string, Statement>;
+  /** Where the declared columns sit in the results, by the results' column names (see placeColumns). */
+  readonly placements: Map<string, readonly PlacedColumn[]>;
 }
 
 const MAX_CACHED_STATEMENTS = 1000;
@@ -531,19 +534,35 @@ function shapedColumns(template: AnyTemplate): ShapedColumn[] {
   }));
 }
 
+/** A declared column and where it sits in PostgreSQL's rows. */
+interface PlacedColumn extends ShapedColumn {
+  readonly index: number;
+}
+
 /**
- * Converts each declared column to its JSON type and applies its mask. The result's columns must be
- * exactly the declared ones: an undeclared column is refused, whatever its position.
+ * Where each declared column sits in a result with these column names. The result's columns must be
+ * exactly the declared ones: an undeclared column is refused, whatever its position. A template's
+ * statement gives the same names in the same order every time, so the answer is kept for the next call.
  */
-function shapeRows(entry: Entry, result: RawResult, count: number, tokenize: Tokenizer): ResultRow[] {
-  for (const name of result.columns) {
+function placeColumns(entry: Entry, names: readonly string[]): readonly PlacedColumn[] {
+  const key = names.join('\0');
+  const known = entry.placements.get(key);
+  if (known) return known;
+  for (const name of names) {
     if (!(name in entry.template.columns)) throw new ConfigError(`query selected undeclared column ${name}`);
   }
-  const plan = entry.columns.map((column) => {
-    const index = result.columns.indexOf(column.alias);
+  const placed = entry.columns.map((column) => {
+    const index = names.indexOf(column.alias);
     if (index === -1) throw new ConfigError(`query did not select declared column ${column.alias}`);
     return { ...column, index };
   });
+  entry.placements.set(key, placed);
+  return placed;
+}
+
+/** Converts each declared column to its JSON type and applies its mask. */
+function shapeRows(entry: Entry, result: RawResult, count: number, tokenize: Tokenizer): ResultRow[] {
+  const plan = placeColumns(entry, result.columns);
   const rows = new Array<ResultRow>(count);
   for (let r = 0; r < count; r++) {
     const raw = result.rows[r]!;
@@ -593,12 +612,15 @@ function convert(type: ColumnKind, text: string): CellValue {
 }
 
 const PG_TIMESTAMPTZ = /^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:\.(\d+))?([+-]\d\d(?::\d\d){0,2})$/;
+/** The common case, a whole second in UTC, read without taking the text apart. */
+const PG_WHOLE_SECOND_UTC = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\+00$/;
 
 /**
  * "2026-06-30 12:34:56.789123+00" -> "2026-06-30T12:34:56.789Z": ISO 8601 in UTC, to the millisecond
  * (truncated). Reader connections run in UTC, so this is string work; any other offset goes through a Date.
  */
 export function isoTimestamp(text: string): string {
+  if (PG_WHOLE_SECOND_UTC.test(text)) return `${text.slice(0, 10)}T${text.slice(11, 19)}.000Z`;
   const match = PG_TIMESTAMPTZ.exec(text);
   if (!match) throw new ConfigError(`timestamp column returned ${JSON.stringify(text.slice(0, 40))}`);
   const [, day, time, fraction = '', offset = ''] = match;
@@ -609,11 +631,14 @@ export function isoTimestamp(text: string): string {
   return new Date(Date.parse(iso) - (offset.startsWith('-') ? -offsetMs : offsetMs)).toISOString();
 }
 
+const AT_MOST_CENTS = /^-?\d+(?:\.\d{0,2})?$/;
+
 /**
  * A numeric string rounded to cents, half away from zero as PostgreSQL's round() does, in decimal
  * arithmetic: the binary float of "1.005" is below 1.005, and Math.round would give 1.00.
  */
 export function roundMoney(text: string): number {
+  if (AT_MOST_CENTS.test(text)) return Number(text); // numeric(12, 2) columns: nothing to round
   const match = /^(-?)(\d+)(?:\.(\d*))?$/.exec(text.trim());
   if (!match) throw new ConfigError(`money column returned ${JSON.stringify(text.slice(0, 40))}`);
   const [, sign, whole, fraction = ''] = match;

@@ -8,7 +8,7 @@ import { queryRecentOrders } from '../queries/query-recent-orders.js';
 import type { ReportingDatabase } from '../src/db/schema.js';
 import { ConfigError } from '../src/errors.js';
 import { dayStart } from '../src/lib/local-day.js';
-import { createRegistry, isoTimestamp, TOOL_ANNOTATIONS, type AnyTemplate } from '../src/registry.js';
+import { createRegistry, isoTimestamp, roundMoney, TOOL_ANNOTATIONS, type AnyTemplate } from '../src/registry.js';
 import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import { PROTOCOL_VERSIONS, VERSION } from '../src/server.js';
 
@@ -174,6 +174,31 @@ describe('timestamps as PostgreSQL writes them', () => {
   it('refuses text in another DateStyle instead of guessing', () => {
     expect(() => isoTimestamp('Tue Jun 30 12:34:56.789 2026 UTC')).toThrow(ConfigError);
     expect(() => isoTimestamp('30/06/2026 12:34:56 UTC')).toThrow(ConfigError);
+  });
+});
+
+describe('money as PostgreSQL writes it', () => {
+  // Rounded to cents half away from zero, as PostgreSQL's round(x, 2) does; the expected values are
+  // worked out by hand from the decimal text.
+  it.each([
+    ['105.48', 105.48],
+    ['7', 7],
+    ['0.10', 0.1],
+    ['-12.5', -12.5],
+    ['3.', 3],
+    ['1.005', 1.01],
+    ['2.675', 2.68],
+    ['-1.005', -1.01],
+    ['0.004', 0],
+    ['19.9949', 19.99],
+    ['99999999.995', 100000000],
+  ])('%s', (text, expected) => {
+    expect(roundMoney(text)).toBe(expected);
+  });
+
+  it('refuses text that is not a decimal number', () => {
+    expect(() => roundMoney('1,5')).toThrow(ConfigError);
+    expect(() => roundMoney('NaN')).toThrow(ConfigError);
   });
 });
 

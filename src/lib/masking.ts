@@ -18,9 +18,12 @@ export const MASK_FOR: Record<PersonalKind, Mask> = {
 
 const ALREADY_INITIALS = /^(?:\p{Lu}\.)+$/u;
 const FOUR_DIGITS = /^\d{4}$/;
+/** The view's mask: one character other than @, then ***@ and a domain without @ (or *** alone). */
+const ALREADY_MASKED_EMAIL = /^(?:[^@]\*\*\*@[^@]+|\*\*\*)$/;
 
 /** "jane.doe@example.com" -> "j***@example.com"; anything without a usable @ becomes "***". */
 export function maskEmail(value: string): string {
+  if (ALREADY_MASKED_EMAIL.test(value)) return value; // what the reporting view sends
   const at = value.lastIndexOf('@');
   if (at < 1 || at === value.length - 1) return '***';
   return `${value[0]}***@${value.slice(at + 1)}`;
@@ -43,10 +46,19 @@ export function lastFourDigits(value: string): string {
 export type Tokenizer = (entity: string, id: string) => string;
 
 export function createTokenizer(key: string): Tokenizer {
-  // A keyed hash costs microseconds and a page of results needs two per row: remember recent ones.
-  const token = memoize((entityAndId: string): string => {
-    const digest = createHmac('sha256', key).update(entityAndId).digest('base64url');
-    return `${entityAndId.slice(0, 3)}_${digest.slice(0, 16)}`;
-  }, 20_000);
-  return (entity, id) => token(`${entity}:${id}`);
+  // A keyed hash costs microseconds and a page of results needs two per row: remember recent ones,
+  // entity by entity, so that a lookup hashes the id PostgreSQL sent and builds no string.
+  const byEntity = new Map<string, (id: string) => string>();
+  return (entity, id) => {
+    let token = byEntity.get(entity);
+    if (!token) {
+      const prefix = `${entity}:`.slice(0, 3) + '_'; // "ord_", "cus_"
+      token = memoize((id: string): string => {
+        const digest = createHmac('sha256', key).update(`${entity}:${id}`).digest('base64url');
+        return prefix + digest.slice(0, 16);
+      }, 10_000);
+      byEntity.set(entity, token);
+    }
+    return token(id);
+  };
 }
