@@ -16,5 +16,5 @@ COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules node_modules
 COPY --from=build /app/dist dist
 USER node
-ENTRYPOINT ["node", "dist/src/cli.js"]
+ENTRYPOINT ["node", "--max-old-space-size=1024", "dist/src/cli.js"]
 CMD ["serve", "--http", "--host", "0.0.0.0", "--port", "3000"]

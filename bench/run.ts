@@ -27,6 +27,8 @@ import { MAX_ROWS } from '../src/lib/arguments.js';
 import { createLogger } from '../src/logger.js';
 
 const CLI = resolve('dist/src/cli.js');
+/** How `npm start` and the Docker image launch the HTTP server (see the README's note on memory). */
+const HTTP_NODE_FLAGS = ['--max-old-space-size=1024'];
 const UNTIL = '2026-06-30';
 const logger = createLogger('warn');
 
@@ -218,7 +220,7 @@ function startServer(
   args: string[],
   env: Record<string, string>,
 ): Promise<{ pid: number; url: string; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [CLI, ...args], {
+  const child = spawn(process.execPath, [...HTTP_NODE_FLAGS, CLI, ...args], {
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
