@@ -10,7 +10,7 @@
  * It starts `serve --http` on a fresh embedded database in a temporary folder (50,000 demo orders).
  */
 import { spawn } from 'node:child_process';
-import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -106,10 +106,14 @@ async function cpuMs(pid: number): Promise<number> {
 async function main(): Promise<void> {
   const dataDir = await mkdtemp(join(tmpdir(), 'querygate-bench-protocol-'));
   await chmod(dataDir, 0o755); // as root, the embedded PostgreSQL runs as a user who must reach it
+  const auditLog = `${dataDir}-audit.log`;
+  await writeFile(auditLog, '', { mode: 0o600 });
   const child = spawn(process.execPath, [CLI, 'serve', '--http', '--port', '0'], {
     env: {
       PATH: process.env.PATH ?? '',
       QUERYGATE_DATA_DIR: dataDir,
+      // The audit lines go to a file, as in production, not through a pipe to this process.
+      QUERYGATE_AUDIT_LOG: auditLog,
       QUERYGATE_RATE_LIMIT: '100000000',
       QUERYGATE_MAX_CONCURRENT: '64',
     },
@@ -117,11 +121,16 @@ async function main(): Promise<void> {
   });
   let stderr = '';
   const url = await new Promise<string>((done, fail) => {
-    child.stderr.on('data', (chunk: Buffer) => {
+    const read = (chunk: Buffer): void => {
       stderr += chunk.toString('utf8');
       const match = /listening on (http:\/\/[^"\s]+)/.exec(stderr);
-      if (match) done(match[1]!);
-    });
+      if (!match) return;
+      // From here on the server's log is only drained: keeping it would grow a string in this process.
+      child.stderr.off('data', read);
+      child.stderr.resume();
+      done(match[1]!);
+    };
+    child.stderr.on('data', read);
     child.once('exit', (code) => fail(new Error(`server exited with ${code}: ${stderr}`)));
   });
   try {
@@ -167,6 +176,7 @@ async function main(): Promise<void> {
       child.kill('SIGTERM');
     });
     await rm(dataDir, { recursive: true, force: true });
+    await rm(auditLog, { force: true });
   }
 }
 
