@@ -9,14 +9,13 @@
  *
  * It starts `serve --http` on a fresh embedded database in a temporary folder (50,000 demo orders).
  */
-import { spawn } from 'node:child_process';
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { cpuMs, runFor, startServer } from './measure.js';
 
-const CLI = resolve('dist/src/cli.js');
 const { values } = parseArgs({
   options: { seconds: { type: 'string', default: '8' }, concurrency: { type: 'string', default: '8' } },
 });
@@ -82,76 +81,37 @@ function caller(url: string, path: Path): () => Promise<void> {
     });
 }
 
-async function runFor(call: () => Promise<void>, ms: number, latencies: number[]): Promise<number> {
-  const deadline = performance.now() + ms;
-  let calls = 0;
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (performance.now() < deadline) {
-        const started = performance.now();
-        await call();
-        latencies.push(performance.now() - started);
-        calls++;
-      }
-    }),
-  );
-  return calls;
-}
-
-async function cpuMs(pid: number): Promise<number> {
-  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-}
-
 async function main(): Promise<void> {
   const dataDir = await mkdtemp(join(tmpdir(), 'querygate-bench-protocol-'));
   await chmod(dataDir, 0o755); // as root, the embedded PostgreSQL runs as a user who must reach it
   const auditLog = `${dataDir}-audit.log`;
   await writeFile(auditLog, '', { mode: 0o600 });
-  const child = spawn(process.execPath, [CLI, 'serve', '--http', '--port', '0'], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      QUERYGATE_DATA_DIR: dataDir,
-      // The audit lines go to a file, as in production, not through a pipe to this process.
-      QUERYGATE_AUDIT_LOG: auditLog,
-      QUERYGATE_RATE_LIMIT: '100000000',
-      QUERYGATE_MAX_CONCURRENT: '64',
-    },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  const url = await new Promise<string>((done, fail) => {
-    const read = (chunk: Buffer): void => {
-      stderr += chunk.toString('utf8');
-      const match = /listening on (http:\/\/[^"\s]+)/.exec(stderr);
-      if (!match) return;
-      // From here on the server's log is only drained: keeping it would grow a string in this process.
-      child.stderr.off('data', read);
-      child.stderr.resume();
-      done(match[1]!);
-    };
-    child.stderr.on('data', read);
-    child.once('exit', (code) => fail(new Error(`server exited with ${code}: ${stderr}`)));
+  const server = await startServer(['serve', '--http', '--port', '0'], {
+    QUERYGATE_DATA_DIR: dataDir,
+    // The audit lines go to a file, as in production, not through a pipe to this process.
+    QUERYGATE_AUDIT_LOG: auditLog,
+    QUERYGATE_RATE_LIMIT: '100000000',
+    QUERYGATE_MAX_CONCURRENT: '64',
   });
   try {
     const state = PATHS.map((path) => ({
       path,
-      call: caller(url, path),
+      call: caller(server.url, path),
       calls: 0,
       seconds: 0,
       cpu: 0,
       lat: [] as number[],
     }));
-    for (const one of state) await runFor(one.call, 1000, []); // warm-up
+    for (const one of state) await runFor(one.call, CONCURRENCY, 1000); // warm-up
     const slice = (SECONDS * 1000) / ROUNDS;
     for (let round = 0; round < ROUNDS; round++) {
       for (let i = 0; i < state.length; i++) {
         const one = state[(i + round) % state.length]!;
-        const cpuBefore = await cpuMs(child.pid!);
+        const cpuBefore = await cpuMs(server.pid);
         const started = performance.now();
-        one.calls += await runFor(one.call, slice, one.lat);
+        one.calls += await runFor(one.call, CONCURRENCY, slice, one.lat);
         one.seconds += (performance.now() - started) / 1000;
-        one.cpu += (await cpuMs(child.pid!)) - cpuBefore;
+        one.cpu += (await cpuMs(server.pid)) - cpuBefore;
       }
     }
     const lines = [
@@ -171,10 +131,7 @@ async function main(): Promise<void> {
     }
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
-    await new Promise<void>((stopped) => {
-      child.once('exit', () => stopped());
-      child.kill('SIGTERM');
-    });
+    await server.stop();
     await rm(dataDir, { recursive: true, force: true });
     await rm(auditLog, { force: true });
   }

@@ -13,7 +13,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
 import { cpus, tmpdir, totalmem } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -25,8 +25,8 @@ import { startEmbedded } from '../src/db/embedded.js';
 import { seedDatabase } from '../src/db/seed.js';
 import { MAX_ROWS } from '../src/lib/arguments.js';
 import { createLogger } from '../src/logger.js';
+import { CLI, cpuMs, memoryMb, runFor, startServer } from './measure.js';
 
-const CLI = resolve('dist/src/cli.js');
 /** How `npm start` and the Docker image launch the HTTP server (see the README's note on memory). */
 const HTTP_NODE_FLAGS = ['--max-old-space-size=1024'];
 const UNTIL = '2026-06-30';
@@ -128,28 +128,6 @@ interface Entry {
   readonly pid?: number;
 }
 
-/** Calls from `concurrency` workers until `ms` have passed; returns how many completed. */
-async function runFor(
-  call: () => Promise<void>,
-  concurrency: number,
-  ms: number,
-  latencies?: number[],
-): Promise<number> {
-  const deadline = performance.now() + ms;
-  let calls = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (performance.now() < deadline) {
-        const started = performance.now();
-        await call();
-        latencies?.push(performance.now() - started);
-        calls++;
-      }
-    }),
-  );
-  return calls;
-}
-
 const ROUNDS = 4;
 
 /**
@@ -203,46 +181,6 @@ async function measureCell(entries: readonly Entry[], concurrency: number): Prom
     );
   }
   return results;
-}
-
-async function cpuMs(pid: number): Promise<number> {
-  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in 10 ms ticks
-}
-
-/** A process's memory in MB from /proc: VmRSS now, or VmHWM, its peak since the last reset. */
-async function memoryMb(pid: number, field: 'VmRSS' | 'VmHWM'): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  return Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)![1]) / 1024;
-}
-
-function startServer(
-  args: string[],
-  env: Record<string, string>,
-): Promise<{ pid: number; url: string; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [...HTTP_NODE_FLAGS, CLI, ...args], {
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  return new Promise((done, fail) => {
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString('utf8');
-      const match = /listening on (http:\/\/[^"\s]+)/.exec(stderr);
-      if (match) {
-        done({
-          pid: child.pid!,
-          url: match[1]!,
-          stop: () =>
-            new Promise((stopped) => {
-              child.once('exit', () => stopped());
-              child.kill('SIGTERM');
-            }),
-        });
-      }
-    });
-    child.once('exit', (code) => fail(new Error(`server exited with ${code}: ${stderr}`)));
-  });
 }
 
 /** A keep-alive HTTP client sending one tools/call per request, as a stateless MCP client may. */
@@ -480,7 +418,7 @@ async function main(): Promise<void> {
   });
   const client = new Client({ name: 'bench', version: '1.0.0' });
   await client.connect(stdio);
-  const server = await startServer(['serve', '--http', '--port', '0'], env);
+  const server = await startServer(['serve', '--http', '--port', '0'], env, HTTP_NODE_FLAGS);
   const peers = values.peers ? await startPeers(database.readerUrl, database.adminUrl) : undefined;
   if (peers) notes.push(PEERS_NOTE);
 
