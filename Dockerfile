@@ -4,6 +4,7 @@ WORKDIR /app
 COPY package.json package-lock.json tsconfig.json ./
 RUN npm ci --ignore-scripts
 COPY src src
+COPY pack pack
 COPY queries queries
 COPY migrations migrations
 COPY tsconfig.build.json ./

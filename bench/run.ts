@@ -22,7 +22,8 @@ import { templates } from '../queries/index.js';
 import { DEFAULT_READER_ROLE } from '../src/config.js';
 import { createCompiler, type Statement } from '../src/db/connect.js';
 import { startEmbedded } from '../src/db/embedded.js';
-import { seedDatabase } from '../src/db/seed.js';
+import { salesPack } from '../pack/index.js';
+import { seedDatabase } from '../pack/seed.js';
 import { MAX_ROWS } from '../src/lib/arguments.js';
 import { createLogger } from '../src/logger.js';
 import { CLI, cpuMs, memoryMb, runFor, startServer } from './measure.js';
@@ -363,7 +364,7 @@ async function main(): Promise<void> {
   const dataDir = await mkdtemp(join(tmpdir(), 'querygate-bench-'));
   await chmod(dataDir, 0o755);
   const started = performance.now();
-  const database = await startEmbedded({ dataDir, readerRole: DEFAULT_READER_ROLE }, logger);
+  const database = await startEmbedded({ dataDir, readerRole: DEFAULT_READER_ROLE, packs: [salesPack] }, logger);
   const seedStarted = performance.now();
   await seedDatabase(database.adminUrl, { orders: ORDERS, until: UNTIL, replace: false }, logger);
   const seedSeconds = (performance.now() - seedStarted) / 1000;

@@ -7,8 +7,7 @@
  * `querygate doctor` warns with the statement to run.
  */
 import { sql, type Kysely, type Migration } from 'kysely';
-
-export const READER_TEMP_FILE_LIMIT = '1GB';
+import { setTempFileLimit } from '../src/db/reader-role.js';
 
 export function readerLimits(role: string): Migration {
   const reader = sql.id(role);
@@ -19,15 +18,8 @@ export function readerLimits(role: string): Migration {
         config: string[] | null;
       }>`select rolconfig as config from pg_roles where rolname = ${role}`.execute(db);
       if ((rows[0]?.config ?? []).some((entry) => entry.startsWith('temp_file_limit='))) return;
-      // The migrations run in one transaction: a refusal must not abort it.
-      await sql`savepoint querygate_reader_limits`.execute(db);
-      try {
-        await sql`alter role ${reader} set temp_file_limit = ${sql.lit(READER_TEMP_FILE_LIMIT)}`.execute(db);
-        await sql`release savepoint querygate_reader_limits`.execute(db);
-      } catch (err) {
-        if ((err as { code?: unknown }).code !== '42501') throw err;
-        await sql`rollback to savepoint querygate_reader_limits`.execute(db);
-      }
+      // The migrations run in one transaction: a refusal must not abort it (see setTempFileLimit).
+      await setTempFileLimit(db, role);
     },
     async down(db: Kysely<unknown>): Promise<void> {
       await sql`alter role ${reader} reset temp_file_limit`.execute(db);

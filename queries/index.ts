@@ -1,4 +1,4 @@
-/** Every tool the server offers, in one explicit list; the registry checks the whole list at start-up. */
+/** Every tool of the sales pack, in one explicit list; the registry checks the whole list at start-up. */
 import type { AnyTemplate } from '../src/registry.js';
 import { queryOrderCount } from './query-order-count.js';
 import { queryRecentOrders } from './query-recent-orders.js';

@@ -18,11 +18,12 @@
  *   group by "o"."status" order by "o"."status" limit $6
  */
 import { z } from 'zod';
-import { orderHoursInRange, ordersInRange, rollupCovers } from '../src/db/range-sql.js';
-import { ORDER_STATUSES, orderStatus, type OrderStatus } from '../src/lib/arguments.js';
+import { orderHoursInRange, ordersInRange } from '../pack/range-sql.js';
+import { ORDER_STATUSES, orderStatus, type OrderStatus } from '../pack/statuses.js';
+import { rollupCovers } from '../src/db/range-sql.js';
 import { checkDateRange, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
 import { count, echoRange, rangeEcho } from '../src/lib/result-shape.js';
-import { defineTemplate } from '../src/registry.js';
+import { defineTemplate } from '../pack/kit.js';
 
 const input = z
   .strictObject({

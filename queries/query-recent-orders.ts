@@ -15,11 +15,12 @@
  * Ids leave as keyed-hash tokens, names as initials, emails as j***@domain, phones as last 4 digits.
  */
 import { z } from 'zod';
-import { ordersInRange } from '../src/db/range-sql.js';
-import { ORDER_STATUSES, orderStatus, rowLimit } from '../src/lib/arguments.js';
+import { ordersInRange } from '../pack/range-sql.js';
+import { ORDER_STATUSES, orderStatus } from '../pack/statuses.js';
+import { rowLimit } from '../src/lib/arguments.js';
 import { checkDateRange, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
 import { currency, echoRange, money, rangeEcho, rowsEnvelope } from '../src/lib/result-shape.js';
-import { defineTemplate } from '../src/registry.js';
+import { defineTemplate } from '../pack/kit.js';
 
 const input = z
   .strictObject({

@@ -26,18 +26,13 @@
  */
 import { sql } from 'kysely';
 import { z } from 'zod';
-import {
-  localPeriodOf,
-  type Period,
-  netOrdersByRegionInRange,
-  orderHoursInRange,
-  ordersInRange,
-  rollupCovers,
-} from '../src/db/range-sql.js';
-import { NON_REVENUE_STATUSES, oneOf } from '../src/lib/arguments.js';
+import { defineTemplate } from '../pack/kit.js';
+import { netOrdersByRegionInRange, orderHoursInRange, ordersInRange } from '../pack/range-sql.js';
+import { NON_REVENUE_STATUSES } from '../pack/statuses.js';
+import { localPeriodOf, rollupCovers, type Period } from '../src/db/range-sql.js';
+import { oneOf } from '../src/lib/arguments.js';
 import { checkDateRange, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
 import { count, currency, echoRange, money, rangeEcho, rowsEnvelope } from '../src/lib/result-shape.js';
-import { defineTemplate } from '../src/registry.js';
 
 const GROUPINGS = ['day', 'week', 'month', 'region', 'category'] as const;
 type Grouping = (typeof GROUPINGS)[number];

@@ -32,11 +32,11 @@
  */
 import { sql } from 'kysely';
 import { z } from 'zod';
-import { netItemsInRange } from '../src/db/range-sql.js';
+import { netItemsInRange } from '../pack/range-sql.js';
 import { oneOf, rowLimit } from '../src/lib/arguments.js';
 import { checkDateRange, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
 import { count, currency, echoRange, money, rangeEcho, rowsEnvelope } from '../src/lib/result-shape.js';
-import { defineTemplate } from '../src/registry.js';
+import { defineTemplate } from '../pack/kit.js';
 
 const METRICS = ['revenue', 'units'] as const;
 

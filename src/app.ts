@@ -3,20 +3,20 @@
  * pool, the start-up safety check and readiness, admission limits and the audit log.
  */
 import { createHmac, randomBytes } from 'node:crypto';
-import { templates } from '../queries/index.js';
 import { createAuditLog } from './audit.js';
 import type { Config } from './config.js';
 import { connectReader, redactUrl } from './db/connect.js';
-import { checkReaderSafety, formatReport, type SafetyCheck } from './db/doctor.js';
+import { checkReaderSafety, formatReport, readerScopeOf, type SafetyCheck } from './db/doctor.js';
 import { createReadinessProbe } from './db/readiness.js';
-import { DEFAULT_SEED_ORDERS, defaultSeedUntil } from './db/seed.js';
 import { zoneRulesAgreement, type ZoneRulesAgreement } from './db/zone-rules.js';
 import { ConfigError, classifyDatabaseError } from './errors.js';
 import { createCallLimits } from './limits.js';
+import { yesterdayUtc } from './lib/date-range.js';
 import { createTokenizer } from './lib/masking.js';
 import type { Logger } from './logger.js';
+import type { Pack } from './pack.js';
 import { createRegistry } from './registry.js';
-import type { ServerDeps } from './server.js';
+import { describeServer, type ServerDeps } from './server.js';
 
 /** YYYY-MM-DD of the day a year before an instant: the zone rules are compared from there for two years. */
 function aYearAgo(now: Date): string {
@@ -46,6 +46,7 @@ function reportZoneRules(timeZone: string, agreement: ZoneRulesAgreement, logger
 
 export interface App {
   readonly deps: ServerDeps;
+  readonly packs: readonly Pack[];
   /** Key of legacy HTTP session ids, derived from the token key so that replicas share it. */
   readonly sessionKey: Uint8Array;
   /**
@@ -75,10 +76,16 @@ export interface OpenDatabase {
 }
 
 /**
- * The reader's database: DATABASE_URL, or the embedded default, created and seeded on first start.
- * An abort (a signal during start-up) stops the embedded database between its steps and gives up.
+ * The reader's database: DATABASE_URL, or the embedded default, created with the packs' migrations
+ * and seeded with their demo data on first start. An abort (a signal during start-up) stops the
+ * embedded database between its steps and gives up.
  */
-export async function openDatabase(config: Config, logger: Logger, signal?: AbortSignal): Promise<OpenDatabase> {
+export async function openDatabase(
+  config: Config,
+  packs: readonly Pack[],
+  logger: Logger,
+  signal?: AbortSignal,
+): Promise<OpenDatabase> {
   if (config.databaseUrl !== undefined) {
     return { readerUrl: config.databaseUrl, tokenKey: undefined, stop: async () => undefined };
   }
@@ -87,7 +94,8 @@ export async function openDatabase(config: Config, logger: Logger, signal?: Abor
     {
       dataDir: config.dataDir ?? defaultDataDir(),
       readerRole: config.readerRole,
-      seedIfEmpty: { orders: DEFAULT_SEED_ORDERS, until: defaultSeedUntil() },
+      packs,
+      seedIfEmpty: { until: yesterdayUtc() },
       signal,
     },
     logger,
@@ -96,6 +104,8 @@ export async function openDatabase(config: Config, logger: Logger, signal?: Abor
 }
 
 export interface AppOptions {
+  /** The packs to serve, loaded (see packs.ts). */
+  readonly packs: readonly Pack[];
   readonly allowUnsafeRole: boolean;
   /** Called when the database, reachable at last, turns out to be unsafe: the server must not go on. */
   readonly onFatal: (error: Error) => void;
@@ -108,13 +118,15 @@ const MAX_BACKOFF_MS = 30_000;
 const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref());
 
 export async function startApp(config: Config, logger: Logger, options: AppOptions): Promise<App> {
-  const registry = createRegistry(templates);
+  const { packs } = options;
+  const registry = createRegistry(packs.flatMap((pack) => pack.templates));
+  const scope = readerScopeOf(packs);
   const audit = createAuditLog(config.auditLog);
-  const database = await openDatabase(config, logger, options.signal);
+  const database = await openDatabase(config, packs, logger, options.signal);
   const readerUrl = database.readerUrl;
   let tokenKey = config.tokenKey ?? database.tokenKey;
   if (tokenKey === undefined) {
-    logger.warn('QUERYGATE_TOKEN_KEY is not set: order and customer references change on every restart');
+    logger.warn('QUERYGATE_TOKEN_KEY is not set: the tokens that stand for internal ids change on every restart');
     tokenKey = randomBytes(32).toString('base64url');
   }
 
@@ -161,7 +173,7 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
   const attempt = async (delayMs: number): Promise<void> => {
     let checks: SafetyCheck[];
     try {
-      checks = await checkReaderSafety(readerUrl);
+      checks = await checkReaderSafety(readerUrl, scope);
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
       logger.warn('database unavailable; calls fail until it answers', {
@@ -183,7 +195,13 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
   };
   await attempt(1000);
 
-  logger.info('serving', { database: target, time_zone: config.timeZone, tools: registry.tools.length, ready });
+  logger.info('serving', {
+    database: target,
+    packs: packs.map((p) => p.name),
+    time_zone: config.timeZone,
+    tools: registry.tools.length,
+    ready,
+  });
   // One probe at a time, at most one a second, on one connection of its own: /readyz is
   // unauthenticated and must not take connections from tool calls, nor wait behind them.
   const probe = createReadinessProbe(readerUrl, { timeoutMs: PROBE_TIMEOUT_MS }, logger);
@@ -214,11 +232,13 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
       }
     })());
   return {
+    packs,
     probeReady,
     drain,
     sessionKey: createHmac('sha256', tokenKey).update('querygate mcp session ids').digest(),
     deps: {
       registry,
+      identity: describeServer(packs),
       db: reader,
       tokenize: createTokenizer(tokenKey),
       logger,

@@ -3,18 +3,19 @@
 import './node-compat.js'; // first: before pg is loaded
 import { createServer as createNetServer } from 'node:net';
 import { parseArgs } from 'node:util';
-import { templates } from '../queries/index.js';
 import { openDatabase, startApp, STOP_GRACE_MS, type App } from './app.js';
 import { loadAuthenticator } from './auth.js';
 import { loadConfig, type Config } from './config.js';
 import { connectReader, redactUrl } from './db/connect.js';
-import { checkReaderSafety, explainTemplates, formatReport } from './db/doctor.js';
+import { checkReaderSafety, explainPacks, formatReport, planFails, readerScopeOf } from './db/doctor.js';
 import { defaultDataDir, startEmbedded } from './db/embedded.js';
 import { prepareDatabase } from './db/prepare.js';
-import { DEFAULT_SEED_ORDERS, defaultSeedUntil, seedDatabase, todayUtc } from './db/seed.js';
 import { ConfigError } from './errors.js';
+import { todayUtc, yesterdayUtc } from './lib/date-range.js';
 import { createTokenBuckets } from './limits.js';
 import { createLogger, type Logger } from './logger.js';
+import type { Pack } from './pack.js';
+import { loadPacks } from './packs.js';
 import { createServer, VERSION } from './server.js';
 import { serveHttp } from './transports/http.js';
 import { serveStdio } from './transports/stdio.js';
@@ -25,16 +26,18 @@ const USAGE = `Usage:
                                          MCP over Streamable HTTP at /mcp
   querygate serve ... --allow-unsafe-role
                                          serve even if the reader role fails the safety check
-  querygate doctor                       check that the reader role is safe, and EXPLAIN each tool;
-                                         exits 1 when unsafe
-  querygate migrate                      apply migrations (ADMIN_DATABASE_URL, or the embedded database)
-  querygate seed [--orders N] [--until YYYY-MM-DD] [--replace | --if-empty]
-                                         load deterministic demo data (default ${DEFAULT_SEED_ORDERS} orders
-                                         up to yesterday); refuses a database that holds orders unless
-                                         --replace (replace them) or --if-empty (do nothing)
+  querygate doctor                       check that the reader role is safe, and EXPLAIN each tool over
+                                         its widest arguments; exits 1 when unsafe or over a pack's ceiling
+  querygate migrate                      apply the packs' migrations (ADMIN_DATABASE_URL, or the
+                                         embedded database)
+  querygate seed [--pack NAME] [--count N] [--until YYYY-MM-DD] [--replace | --if-empty]
+                                         load a pack's deterministic demo data (each pack has its default
+                                         count, up to yesterday); refuses a pack whose tables hold data
+                                         unless --replace (replace it) or --if-empty (do nothing)
 
-Without DATABASE_URL, serve starts the embedded PostgreSQL in QUERYGATE_DATA_DIR
-(default ${defaultDataDir()}), migrating and seeding it on first start.`;
+The packs served are QUERYGATE_PACKS (default: sales). Without DATABASE_URL, serve starts the
+embedded PostgreSQL in QUERYGATE_DATA_DIR (default ${defaultDataDir()}), migrating and
+seeding it on first start.`;
 
 async function main(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
@@ -44,7 +47,8 @@ async function main(argv: string[]): Promise<void> {
       http: { type: 'boolean', default: false },
       port: { type: 'string', default: '3000' },
       host: { type: 'string', default: '127.0.0.1' },
-      orders: { type: 'string', default: String(DEFAULT_SEED_ORDERS) },
+      pack: { type: 'string' },
+      count: { type: 'string' },
       until: { type: 'string' },
       replace: { type: 'boolean', default: false },
       'if-empty': { type: 'boolean', default: false },
@@ -65,22 +69,26 @@ async function main(argv: string[]): Promise<void> {
   if (positionals.length > 1) throw new ConfigError(`unexpected argument ${positionals[1]}\n${USAGE}`);
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
+  if (!['serve', 'doctor', 'migrate', 'seed'].includes(command))
+    throw new ConfigError(`unknown command ${command}\n${USAGE}`);
+  const packs = await loadPacks(config.packs);
   switch (command) {
     case 'serve':
-      return serve(config, logger, {
+      return serve(config, packs, logger, {
         http: values.http,
         port: parsePort(values.port),
         host: values.host,
         allowUnsafeRole: values['allow-unsafe-role'],
       });
     case 'doctor':
-      return doctor(config, logger);
+      return doctor(config, packs, logger);
     case 'migrate':
-      return migrate(config, logger);
+      return migrate(config, packs, logger);
     case 'seed':
-      return seed(config, logger, {
-        orders: parseCount(values.orders),
-        until: values.until ?? defaultSeedUntil(),
+      return seed(config, packs, logger, {
+        pack: values.pack,
+        count: values.count === undefined ? undefined : parseCount(values.count),
+        until: values.until ?? yesterdayUtc(),
         replace: values.replace,
         ifEmpty: values['if-empty'],
       });
@@ -111,12 +119,13 @@ function parsePort(value: string): number {
 }
 
 function parseCount(value: string): number {
-  if (!/^[1-9]\d{0,8}$/.test(value)) throw new ConfigError(`--orders: ${value} is not a positive whole number`);
+  if (!/^[1-9]\d{0,8}$/.test(value)) throw new ConfigError(`--count: ${value} is not a positive whole number`);
   return Number(value);
 }
 
 async function serve(
   config: Config,
+  packs: readonly Pack[],
   logger: Logger,
   options: { http: boolean; port: number; host: string; allowUnsafeRole: boolean },
 ): Promise<void> {
@@ -135,6 +144,7 @@ async function serve(
   let app: App;
   try {
     app = await startApp(config, logger, {
+      packs,
       allowUnsafeRole: options.allowUnsafeRole,
       onFatal: (e) => fatal?.(e),
       signal: stopping.signal,
@@ -198,21 +208,14 @@ async function serve(
 
 const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref());
 
-async function doctor(config: Config, logger: Logger): Promise<void> {
-  const database = await openDatabase(config, logger);
+async function doctor(config: Config, packs: readonly Pack[], logger: Logger): Promise<void> {
+  const database = await openDatabase(config, packs, logger);
   const reader = connectReader(database.readerUrl, config, logger);
   try {
-    const checks = await checkReaderSafety(database.readerUrl);
-    const lastDay = todayUtc();
-    const firstDay = new Date(Date.parse(`${lastDay}T00:00:00Z`) - 89 * 86_400_000).toISOString().slice(0, 10);
-    const plans = await explainTemplates(reader, templates, { timeZone: config.timeZone }, (template) => ({
-      start_date: firstDay,
-      end_date: lastDay,
-      ...(template.name === 'query_sales' ? { group_by: 'category' } : {}),
-      ...(template.name === 'query_top_products' || template.name === 'query_recent_orders' ? { limit: 100 } : {}),
-    }));
+    const checks = await checkReaderSafety(database.readerUrl, readerScopeOf(packs));
+    const plans = await explainPacks(reader, packs, { timeZone: config.timeZone }, todayUtc());
     process.stdout.write(`${formatReport(redactUrl(database.readerUrl), checks, plans)}\n`);
-    if (checks.some((c) => !c.ok) || plans.some((p) => p.totalCost === undefined)) process.exitCode = 1;
+    if (checks.some((c) => !c.ok) || plans.some(planFails)) process.exitCode = 1;
   } finally {
     await reader.close();
     await database.stop();
@@ -220,10 +223,15 @@ async function doctor(config: Config, logger: Logger): Promise<void> {
 }
 
 /** Runs an admin task against ADMIN_DATABASE_URL, or against the embedded database when it is unset. */
-async function withAdmin(config: Config, logger: Logger, task: (adminUrl: string) => Promise<void>): Promise<void> {
+async function withAdmin(
+  config: Config,
+  packs: readonly Pack[],
+  logger: Logger,
+  task: (adminUrl: string) => Promise<void>,
+): Promise<void> {
   if (config.adminDatabaseUrl) return task(config.adminDatabaseUrl);
   const embedded = await startEmbedded(
-    { dataDir: config.dataDir ?? defaultDataDir(), readerRole: config.readerRole },
+    { dataDir: config.dataDir ?? defaultDataDir(), readerRole: config.readerRole, packs },
     logger,
   );
   try {
@@ -233,30 +241,47 @@ async function withAdmin(config: Config, logger: Logger, task: (adminUrl: string
   }
 }
 
-async function migrate(config: Config, logger: Logger): Promise<void> {
-  await withAdmin(config, logger, (adminUrl) =>
-    prepareDatabase(adminUrl, { readerRole: config.readerRole, readerPassword: config.readerPassword }, logger),
+async function migrate(config: Config, packs: readonly Pack[], logger: Logger): Promise<void> {
+  await withAdmin(config, packs, logger, (adminUrl) =>
+    prepareDatabase(adminUrl, { readerRole: config.readerRole, readerPassword: config.readerPassword, packs }, logger),
   );
 }
 
 async function seed(
   config: Config,
+  packs: readonly Pack[],
   logger: Logger,
-  options: { orders: number; until: string; replace: boolean; ifEmpty: boolean },
+  options: { pack: string | undefined; count: number | undefined; until: string; replace: boolean; ifEmpty: boolean },
 ): Promise<void> {
   if (options.replace && options.ifEmpty) throw new ConfigError('--replace and --if-empty exclude each other');
-  const seedOptions = { orders: options.orders, until: options.until };
-  await withAdmin(config, logger, async (adminUrl) => {
+  const seeded = packs.filter((p) => p.seed && (options.pack === undefined || p.name === options.pack));
+  if (seeded.length === 0) {
+    throw new ConfigError(
+      options.pack === undefined
+        ? 'no pack served here has demo data'
+        : `--pack: "${options.pack}" is not a served pack with demo data; served: ${packs.map((p) => p.name).join(', ')}`,
+    );
+  }
+  const counts = Object.fromEntries(seeded.map((p) => [p.name, options.count ?? p.seed!.defaultCount]));
+  await withAdmin(config, packs, logger, async (adminUrl) => {
     await prepareDatabase(
       adminUrl,
       {
         readerRole: config.readerRole,
         readerPassword: config.readerPassword,
-        ...(options.ifEmpty ? { seedIfEmpty: seedOptions } : {}),
+        packs,
+        ...(options.ifEmpty ? { seedIfEmpty: { until: options.until, counts } } : {}),
       },
       logger,
     );
-    if (!options.ifEmpty) await seedDatabase(adminUrl, { ...seedOptions, replace: options.replace }, logger);
+    if (options.ifEmpty) return;
+    for (const pack of seeded) {
+      await pack.seed!.run(
+        adminUrl,
+        { count: counts[pack.name], until: options.until, replace: options.replace },
+        logger,
+      );
+    }
   });
 }
 

@@ -1,4 +1,5 @@
 import { ConfigError } from './errors.js';
+import { DEFAULT_PACKS } from './packs.js';
 
 /** Everything the server reads from its environment, parsed once at start-up. */
 export interface Config {
@@ -40,6 +41,8 @@ export interface Config {
   readonly allowedOrigins: readonly string[];
   /** How long a stopping server waits for calls in flight. */
   readonly shutdownTimeoutMs: number;
+  /** The packs served: shipped packs by name, others by the path of their compiled module. */
+  readonly packs: readonly string[];
 }
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -82,6 +85,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     allowedHosts: list(env.QUERYGATE_ALLOWED_HOSTS),
     allowedOrigins: list(env.QUERYGATE_ALLOWED_ORIGINS),
     shutdownTimeoutMs: positiveInt(env, 'QUERYGATE_SHUTDOWN_TIMEOUT_MS', 10_000),
+    packs: env.QUERYGATE_PACKS === undefined ? DEFAULT_PACKS : nonEmptyList(env, 'QUERYGATE_PACKS'),
   };
 }
 
@@ -102,6 +106,12 @@ function list(value: string | undefined): string[] {
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s.length > 0);
+}
+
+function nonEmptyList(env: NodeJS.ProcessEnv, name: string): string[] {
+  const values = list(env[name]);
+  if (values.length === 0) throw new ConfigError(`${name}: names no pack; unset it to serve the default pack`);
+  return values;
 }
 
 function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {

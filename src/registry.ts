@@ -7,13 +7,6 @@ import { randomUUID } from 'node:crypto';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { CompiledQuery, Kysely, OperationNodeSource } from 'kysely';
 import { z } from 'zod';
-import {
-  PERSONAL_COLUMNS,
-  type PersonalColumn,
-  type PersonalKind,
-  type ReportingDatabase,
-  type SourceColumn,
-} from './db/schema.js';
 import type { AuditEntry, AuditLog, AuditOutcome } from './audit.js';
 import { createCompiler, type RawResult, type ReaderDatabase, type Statement } from './db/connect.js';
 import { readSelections, UnreadableSelection, type Selection } from './db/selections.js';
@@ -33,18 +26,22 @@ import { quote } from './lib/date-range.js';
 import { MASK_FOR, initials, lastFourDigits, maskEmail, type Mask, type Tokenizer } from './lib/masking.js';
 import type { CallLimits } from './limits.js';
 import type { Logger } from './logger.js';
+import type { PersonalColumn, PersonalColumns, PersonalKind, SourceColumnOf } from './pack.js';
 import { preSerialized } from './protocol/json-rpc.js';
 
 export type ColumnKind = 'text' | 'integer' | 'money' | 'date' | 'timestamp';
 
-export interface ColumnSpec {
+/** A "schema.table.column" of the pack's tables; any string once a template's types are erased. */
+type SourceColumn = string;
+
+export interface ColumnSpec<Source extends string = SourceColumn> {
   readonly type: ColumnKind;
   /**
    * The readable columns the value is computed from, or 'computed' when none of them is personal. A
    * personal column anywhere in the selected expression must be listed here, with its mask.
    */
-  readonly source: SourceColumn | 'computed' | readonly [SourceColumn, ...SourceColumn[]];
-  /** The treatment of a personal column; required for (and only for) columns in PERSONAL_COLUMNS. */
+  readonly source: Source | 'computed' | readonly [Source, ...Source[]];
+  /** The treatment of a personal column; required for (and only for) the pack's personal columns. */
   readonly mask?: Mask;
 }
 
@@ -66,8 +63,12 @@ export interface Page {
   readonly truncated: boolean;
 }
 
-/** A tool: what it is for a model, its argument and result contracts, and one Kysely builder. */
-export interface QueryTemplate<Args, Output extends Record<string, unknown>> {
+/**
+ * A tool: what it is for a model, its argument and result contracts, and one Kysely builder over the
+ * pack's tables (DB). A pack writes its templates with the helper templateKit gives it (src/pack.ts).
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export interface QueryTemplate<Args, Output extends Record<string, unknown>, DB = any> {
   readonly name: string;
   readonly title: string;
   readonly description: string;
@@ -79,11 +80,13 @@ export interface QueryTemplate<Args, Output extends Record<string, unknown>> {
   readonly examples: readonly [Record<string, unknown>, ...Record<string, unknown>[]];
   readonly output: z.ZodType<Output>;
   /** Every column the query selects, by its alias, with its type, source and treatment. */
-  readonly columns: Readonly<Record<string, ColumnSpec>>;
+  readonly columns: Readonly<Record<string, ColumnSpec<SourceColumnOf<DB>>>>;
+  /** The pack's personal columns, which the registry holds the selected columns to. */
+  readonly personal: PersonalColumns;
   /** How many rows the caller asked for; the registry caps it at MAX_ROWS and fetches one more. */
   readonly rowLimit?: (args: Args) => number;
   /** The query, without LIMIT: the registry adds it. Every value must be a bind parameter. */
-  readonly query: (db: Kysely<ReportingDatabase>, args: Args, ctx: QueryContext) => RowQuery;
+  readonly query: (db: Kysely<DB>, args: Args, ctx: QueryContext) => RowQuery;
   /** Shapes converted, masked rows into the structured result. */
   readonly present: (rows: ResultRow[], page: Page, args: Args, ctx: QueryContext) => Output;
 }
@@ -91,13 +94,6 @@ export interface QueryTemplate<Args, Output extends Record<string, unknown>> {
 // Templates differ in their argument and output types; the registry only needs them erased.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyTemplate = QueryTemplate<any, Record<string, unknown>>;
-
-/** Keeps a template's own types while checking it against the contract. */
-export function defineTemplate<Args, Output extends Record<string, unknown>>(
-  template: QueryTemplate<Args, Output>,
-): QueryTemplate<Args, Output> {
-  return template;
-}
 
 /** Every tool only reads, always gives the same answer for the same data, and talks to nothing else. */
 export const TOOL_ANNOTATIONS = {
@@ -156,7 +152,7 @@ export interface Registry {
 }
 
 const TOOL_NAME = /^[a-z][a-z0-9]*(_[a-z0-9]+)+$/;
-const PERSONAL_LOOKING_NAME = /(^|_)(email|phone|name|first_name|last_name|customer_id|order_id)$/;
+const PERSONAL_LOOKING_NAME = /(^|_)(email|phone|name|first_name|last_name|id)$/;
 
 /** Checks every template against the contract and refuses to build on the first violation. */
 export function createRegistry(templates: readonly AnyTemplate[]): Registry {
@@ -219,8 +215,11 @@ function assertTemplate(t: AnyTemplate): void {
   if (t.title.trim() === '') throw new ConfigError(`${where}: title is empty`);
   if (t.description.trim().length < 40) throw new ConfigError(`${where}: description is too short to choose by`);
   if (Object.keys(t.columns).length === 0) throw new ConfigError(`${where}: declares no columns`);
+  if (typeof t.personal !== 'object' || t.personal === null) {
+    throw new ConfigError(`${where}: has no personal-column declarations; write it with its pack's templateKit`);
+  }
   for (const [alias, column] of Object.entries(t.columns)) {
-    const kinds = [...new Set(sourcesOf(column).flatMap((source) => PERSONAL_COLUMNS[source]?.kind ?? []))];
+    const kinds = [...new Set(sourcesOf(column).flatMap((source) => personalAt(t.personal, source)?.kind ?? []))];
     const masks = [...new Set(kinds.map((kind) => MASK_FOR[kind]))];
     if (masks.length > 1) {
       // No one treatment makes such a value safe: select each personal column on its own.
@@ -247,6 +246,11 @@ function assertTemplate(t: AnyTemplate): void {
   }
 }
 
+/** A pack's declaration of one "schema.table.column", if it is personal. */
+function personalAt(personal: PersonalColumns, source: SourceColumn): PersonalColumn | undefined {
+  return (personal as Readonly<Record<string, PersonalColumn>>)[source];
+}
+
 /** The table columns a declared column may come from; none for a computed one. */
 function sourcesOf(column: ColumnSpec): readonly SourceColumn[] {
   if (column.source === 'computed') return [];
@@ -259,12 +263,18 @@ function describe(template: AnyTemplate): string {
   return `${template.description} Example input: ${shown.join(' or ')}.`;
 }
 
-/** A whole-hour zone, where templates read the rollups, and a half-hour one, where they read the orders. */
+/**
+ * A whole-hour zone and a half-hour one: range templates that read hourly rollups in the first read
+ * the rows themselves in the second, so both branches are checked.
+ */
 const CHECK_ZONES = ['UTC', 'Asia/Kolkata'];
 
 /** The declared personal column a selected source is, if any ("table.column" matches it in any schema). */
-function personalSource(source: string): { key: SourceColumn; kind: PersonalKind } | undefined {
-  for (const [key, column] of Object.entries(PERSONAL_COLUMNS) as [SourceColumn, PersonalColumn][]) {
+function personalSource(
+  personal: PersonalColumns,
+  source: string,
+): { key: SourceColumn; kind: PersonalKind } | undefined {
+  for (const [key, column] of Object.entries(personal) as [SourceColumn, PersonalColumn][]) {
     if (key === source || (source.split('.').length === 2 && key.endsWith(`.${source}`))) {
       return { key, kind: column.kind };
     }
@@ -299,7 +309,7 @@ function assertSelections(template: AnyTemplate): void {
         'toOperationNode' in capped ? (capped as OperationNodeSource).toOperationNode() : capped.compile().query;
       let selections: Selection[];
       try {
-        selections = readSelections(query, PERSONAL_SOURCES);
+        selections = readSelections(query, Object.keys(template.personal));
       } catch (err) {
         if (!(err instanceof UnreadableSelection)) throw err;
         throw new ConfigError(`${where}: column ${err.alias} ${err.message} ${branch}`);
@@ -312,7 +322,7 @@ function assertSelections(template: AnyTemplate): void {
         const column = template.columns[alias]!;
         const declaredSources = sourcesOf(column);
         for (const source of sources) {
-          const personal = personalSource(source);
+          const personal = personalSource(template.personal, source);
           if (personal && !declaredSources.includes(personal.key)) {
             throw new ConfigError(
               `${where}: column ${alias} selects ${personal.key}${direct ? '' : ' inside an expression'} but declares source ${String(column.source)}; ` +
@@ -332,8 +342,6 @@ function assertSelections(template: AnyTemplate): void {
   }
 }
 
-const PERSONAL_SOURCES: readonly string[] = Object.keys(PERSONAL_COLUMNS);
-
 function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
   const json = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
   delete json.$schema;
@@ -348,7 +356,7 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, u
 const DATA_AS_OF = z
   .string()
   .describe(
-    'How fresh the figures are: every order committed before this instant (ISO 8601, UTC) is in them. The rollups behind some figures are kept by the database in the same transactions as the orders, so they are never older; on a read replica, subtract its replication lag.',
+    'How fresh the figures are: every row committed before this instant (ISO 8601, UTC) is in them; on a read replica, subtract its replication lag.',
   );
 
 /** A registered template, with what the registry derives from it once. */
@@ -529,7 +537,7 @@ function shapedColumns(template: AnyTemplate): ShapedColumn[] {
     mask: column.mask,
     entity:
       sourcesOf(column)
-        .map((source) => PERSONAL_COLUMNS[source]?.entity)
+        .map((source) => personalAt(template.personal, source)?.entity)
         .find((e) => e !== undefined) ?? 'ref',
   }));
 }

@@ -9,7 +9,7 @@ import type { Caller } from './registry.js';
 import { createDispatcher, type DispatchDeps, type Session } from './protocol/dispatcher.js';
 import { cancelledRequestId, isCancellation, requestIdOf, type RequestId } from './protocol/json-rpc.js';
 
-export { VERSION, SERVER_INFO, INSTRUCTIONS } from './protocol/identity.js';
+export { VERSION, describeServer } from './protocol/identity.js';
 export { LEGACY_VERSIONS as PROTOCOL_VERSIONS, SUPPORTED_VERSIONS } from './protocol/revisions.js';
 
 export type ServerDeps = DispatchDeps;

@@ -16,6 +16,7 @@ import { silentLogger } from '../src/logger.js';
 import type { SalesRow } from './support/sales-data.js';
 import { startHarness, structured, type Harness } from './support/harness.js';
 import { createScratchDatabase, type ScratchDatabase } from './support/scratch.js';
+import { salesPack } from '../pack/index.js';
 
 let scratch: ScratchDatabase;
 const harnesses = new Map<string, Harness>();
@@ -438,7 +439,7 @@ describe('item 3: the migration that keys the rollups by currency', () => {
       await reader.end();
     }
 
-    await migrateToLatest(own.adminUrl, DEFAULT_READER_ROLE, silentLogger);
+    await migrateToLatest(own.adminUrl, salesPack, DEFAULT_READER_ROLE, silentLogger);
     await own.admin.query("update sales.orders set currency = 'GBP' where id = 990102");
     await checkRollups(own.admin);
     const reader2 = new pg.Client({ connectionString: own.readerUrl });

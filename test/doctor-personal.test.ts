@@ -5,8 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_READER_ROLE } from '../src/config.js';
+import { PERSONAL_COLUMNS } from '../pack/schema.js';
 import { checkReaderSafety, type SafetyCheck } from '../src/db/doctor.js';
-import { PERSONAL_COLUMNS, type PersonalColumn } from '../src/db/schema.js';
+import type { PersonalColumn } from '../src/pack.js';
 import { createScratchDatabase, type ScratchDatabase } from './support/scratch.js';
 
 const RAW = 'cannot read raw personal data behind the declared columns';
@@ -56,7 +57,7 @@ describe('item 5: doctor finds personal columns wherever the declarations name t
     );
     expect(rows[0]).toEqual({ raw: EMAILS.length, readable: true });
 
-    const checks = await checkReaderSafety(scratch.readerUrl, WITH_TICKETS);
+    const checks = await checkReaderSafety(scratch.readerUrl, { schemas: ['reporting'], personal: WITH_TICKETS });
     const masked = named(checks, MASKED);
     expect(masked.ok).toBe(false);
     expect(masked.detail).toBe(
@@ -71,7 +72,7 @@ describe('item 5: doctor finds personal columns wherever the declarations name t
   it('item 5: fails when the reader can read the table behind a declared column', async () => {
     await scratch.admin.query(`grant select (requester_email) on support.tickets to ${reader}`);
     try {
-      const checks = await checkReaderSafety(scratch.readerUrl, WITH_TICKETS);
+      const checks = await checkReaderSafety(scratch.readerUrl, { schemas: ['reporting'], personal: WITH_TICKETS });
       const raw = named(checks, RAW);
       expect(raw).toMatchObject({ ok: false, detail: 'support.tickets' });
       expect(raw.fix).toBe(`REVOKE ALL ON support.tickets FROM PUBLIC, ${reader};`);
@@ -81,7 +82,7 @@ describe('item 5: doctor finds personal columns wherever the declarations name t
   });
 
   it('item 5: passes the same database when the tickets are not declared personal', async () => {
-    const checks = await checkReaderSafety(scratch.readerUrl);
+    const checks = await checkReaderSafety(scratch.readerUrl, { schemas: ['reporting'], personal: PERSONAL_COLUMNS });
     expect(named(checks, RAW).ok).toBe(true);
     expect(named(checks, MASKED).ok).toBe(true);
   });

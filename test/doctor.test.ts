@@ -75,9 +75,12 @@ describe('querygate doctor with the test reader role', () => {
     expect(stdout).not.toMatch(/^\s*(PASS|FAIL)\s.*\n\s*fix:/m);
 
     for (const tool of TOOLS) {
-      const plan = new RegExp(`^\\s*PLAN\\s+${tool}\\s+cost\\s+(\\d+\\.\\d+)\\s*$`, 'm').exec(stdout);
+      const plan = new RegExp(`^\\s*PLAN\\s+${tool}\\s+cost\\s+(\\d+\\.\\d+) \\(ceiling (\\d+)\\)\\s*$`, 'm').exec(
+        stdout,
+      );
       expect(plan, `PLAN line of ${tool}`).not.toBeNull();
       expect(Number(plan![1])).toBeGreaterThan(0);
+      expect(Number(plan![1])).toBeLessThanOrEqual(Number(plan![2]));
     }
     expect(stdout.match(/^\s*PLAN\s/gm)).toHaveLength(TOOLS.length);
     expect(stdout).toMatch(/role is safe/);

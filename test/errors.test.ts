@@ -3,7 +3,7 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { templates } from '../queries/index.js';
-import { defineTemplate, type AnyTemplate } from '../src/registry.js';
+import type { AnyTemplate } from '../src/registry.js';
 import { connectAdmin, startHarness, textOf, type Harness } from './support/harness.js';
 
 let harness: Harness;
@@ -92,11 +92,11 @@ describe('a query that runs too long', () => {
 describe('a template that breaks its own output schema', () => {
   it('gives a safe query_failed, and the log says what broke', async () => {
     const count = templates.find((t) => t.name === 'query_order_count')!;
-    const broken = defineTemplate({
+    const broken: AnyTemplate = {
       ...count,
       name: 'query_broken_count',
       present: (rows, page, args, ctx) => ({ ...count.present(rows, page, args, ctx), order_count: 'internal-7' }),
-    }) as AnyTemplate;
+    };
     const brokenHarness = await startHarness({ templates: [broken] });
     try {
       const result = await brokenHarness.call('query_broken_count', week);

@@ -18,6 +18,7 @@ import { runCli } from './support/cli.js';
 import { startHarness, textOf } from './support/harness.js';
 import { eventually } from './support/scratch.js';
 import { startStartupProxy, type StartupProxy } from './support/startup-proxy.js';
+import { salesPack } from '../pack/index.js';
 
 interface ReportedCheck {
   readonly status: 'PASS' | 'WARN' | 'FAIL';
@@ -58,7 +59,12 @@ beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'querygate-reader-reach-'));
   await chmod(dataDir, 0o755); // as root, postgres runs as the postgres user and must enter it
   database = await startEmbedded(
-    { dataDir, readerRole: DEFAULT_READER_ROLE, seedIfEmpty: { orders: 300, until: '2025-06-30' } },
+    {
+      dataDir,
+      readerRole: DEFAULT_READER_ROLE,
+      packs: [salesPack],
+      seedIfEmpty: { until: '2025-06-30', counts: { sales: 300 } },
+    },
     silentLogger,
   );
   server = new pg.Client({ connectionString: withDatabase(database.adminUrl, 'postgres') });
@@ -223,7 +229,7 @@ describe('item 6: temp_file_limit when the admin is not a superuser', () => {
     await server.query(`revoke connect, temporary on database ${name} from public`);
     await server.query(`alter database ${name} with allow_connections = true`);
     const adminUrl = withCredentials(withDatabase(database.adminUrl, name), admin, 'plain-admin-pw');
-    await migrateToLatest(adminUrl, role, silentLogger);
+    await migrateToLatest(adminUrl, salesPack, role, silentLogger);
     const { rows } = await server.query<{ config: string[] | null }>(
       'select rolconfig as config from pg_roles where rolname = $1',
       [role],

@@ -5,7 +5,7 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { templates } from '../queries/index.js';
 import { queryRecentOrders } from '../queries/query-recent-orders.js';
-import type { ReportingDatabase } from '../src/db/schema.js';
+import type { ReportingDatabase } from '../pack/schema.js';
 import { ConfigError } from '../src/errors.js';
 import { dayStart } from '../src/lib/local-day.js';
 import { createRegistry, isoTimestamp, roundMoney, TOOL_ANNOTATIONS, type AnyTemplate } from '../src/registry.js';

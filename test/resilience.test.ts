@@ -18,6 +18,7 @@ import { silentLogger } from '../src/logger.js';
 import { CLI, startCli, type RunningCli } from './support/cli.js';
 import { figures, startHarness, textOf } from './support/harness.js';
 import { createScratchDatabase, eventually, type ScratchDatabase } from './support/scratch.js';
+import { salesPack } from '../pack/index.js';
 
 const week = { start_date: '2025-06-01', end_date: '2025-06-07' };
 
@@ -81,7 +82,13 @@ describe('a database that is down at start-up', () => {
 
     const startDatabase = async (): Promise<void> => {
       database = await startEmbedded(
-        { dataDir, port, readerRole: DEFAULT_READER_ROLE, seedIfEmpty: { orders: 300, until: '2025-06-30' } },
+        {
+          dataDir,
+          port,
+          readerRole: DEFAULT_READER_ROLE,
+          packs: [salesPack],
+          seedIfEmpty: { until: '2025-06-30', counts: { sales: 300 } },
+        },
         silentLogger,
       );
     };

@@ -3,11 +3,12 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { withDatabase } from '../src/db/connect.js';
 import { migrateToLatest } from '../src/db/migrate.js';
-import { seedDatabase } from '../src/db/seed.js';
+import { seedDatabase } from '../pack/seed.js';
 import { DEFAULT_READER_ROLE } from '../src/config.js';
 import { silentLogger } from '../src/logger.js';
 import { connectAdmin } from './support/harness.js';
 import { createClosedDatabase } from './support/scratch.js';
+import { salesPack } from '../pack/index.js';
 
 const DATABASES = ['seed_check_a', 'seed_check_b'];
 let admin: pg.Client;
@@ -17,7 +18,7 @@ beforeAll(async () => {
   for (const name of DATABASES) {
     await admin.query(`drop database if exists ${name}`);
     await createClosedDatabase(admin, name);
-    await migrateToLatest(withDatabase(inject('adminUrl'), name), DEFAULT_READER_ROLE, silentLogger);
+    await migrateToLatest(withDatabase(inject('adminUrl'), name), salesPack, DEFAULT_READER_ROLE, silentLogger);
   }
 });
 afterAll(async () => {

@@ -13,7 +13,6 @@ import { connect as connectSocket } from 'node:net';
 import pg from 'pg';
 import { memoize } from '../lib/memo.js';
 import type { Logger } from '../logger.js';
-import type { ReportingDatabase } from './schema.js';
 
 export interface ReaderOptions {
   readonly statementTimeoutMs: number;
@@ -37,7 +36,7 @@ export interface RawResult {
 
 export interface ReaderDatabase {
   /** Builds and compiles queries; it has no connection and cannot run anything. */
-  readonly compiler: Kysely<ReportingDatabase>;
+  readonly compiler: Kysely<unknown>;
   /** Runs one compiled statement on a pooled reader connection; an abort cancels it on the server. */
   execute(query: Statement, signal?: AbortSignal): Promise<RawResult>;
   readonly pool: pg.Pool;
@@ -45,8 +44,8 @@ export interface ReaderDatabase {
 }
 
 /** A Kysely that only compiles: templates are built with it, and nothing can be executed through it. */
-export function createCompiler(): Kysely<ReportingDatabase> {
-  return new Kysely<ReportingDatabase>({
+export function createCompiler<DB = unknown>(): Kysely<DB> {
+  return new Kysely<DB>({
     dialect: {
       createAdapter: () => new PostgresAdapter(),
       createDriver: () => new DummyDriver(),
@@ -77,7 +76,7 @@ export function connectReader(url: string, options: ReaderOptions, logger: Logge
     query_timeout: options.statementTimeoutMs + 2000,
     connectionTimeoutMillis: 5000,
     // Prepared statements save parsing; a custom plan per call keeps the plan as good as an unprepared
-    // query's (a generic plan once halved the speed of the top-products join).
+    // query's (a generic plan once halved the speed of a ranking join).
     // UTC and ISO dates make timestamptz text the one format the registry converts (it checks).
     options:
       '-c default_transaction_read_only=on -c plan_cache_mode=force_custom_plan -c TimeZone=UTC -c DateStyle=ISO,MDY',

@@ -3,11 +3,12 @@
  * templates need and can change nothing. `querygate doctor` prints it; `serve` runs it at start-up.
  */
 import pg from 'pg';
-import type { Kysely } from 'kysely';
-import type { AnyTemplate, QueryContext } from '../registry.js';
+import { widestArguments } from '../lib/widest-arguments.js';
+import type { Pack, PersonalColumn } from '../pack.js';
+import type { QueryContext } from '../registry.js';
 import type { ReaderDatabase } from './connect.js';
 import { personalDataChecks } from './personal-data-checks.js';
-import { PERSONAL_COLUMNS, type PersonalColumn, type ReportingDatabase } from './schema.js';
+import { READER_TEMP_FILE_LIMIT } from './reader-role.js';
 
 export interface SafetyCheck {
   readonly name: string;
@@ -38,15 +39,26 @@ const DANGEROUS_ROLES = [
   'pg_write_all_data',
 ];
 
+/** What the served packs let the reader read: their schemas, and the personal columns in them. */
+export interface ReaderScope {
+  readonly schemas: readonly string[];
+  /** The declared personal columns ("schema.table.column") whose raw data the reader must not reach. */
+  readonly personal: Readonly<Record<string, PersonalColumn>>;
+}
+
+/** The scope of a server that serves these packs. */
+export function readerScopeOf(packs: readonly Pack[]): ReaderScope {
+  return {
+    schemas: [...new Set(packs.flatMap((p) => p.readerSchemas))],
+    personal: Object.assign({}, ...packs.map((p) => p.personalColumns)) as Record<string, PersonalColumn>,
+  };
+}
+
 /**
  * Runs every check over one plain connection as the reader, without the startup parameters the
- * server adds, so that the role's own settings are what is checked. `personal` are the declared
- * personal columns whose raw data the reader must not reach.
+ * server adds, so that the role's own settings are what is checked.
  */
-export async function checkReaderSafety(
-  readerUrl: string,
-  personal: Readonly<Record<string, PersonalColumn>> = PERSONAL_COLUMNS,
-): Promise<SafetyCheck[]> {
+export async function checkReaderSafety(readerUrl: string, scope: ReaderScope): Promise<SafetyCheck[]> {
   const client = new pg.Client({
     connectionString: readerUrl,
     application_name: 'querygate-doctor',
@@ -57,16 +69,13 @@ export async function checkReaderSafety(
   });
   await client.connect();
   try {
-    return await runChecks(client, personal);
+    return await runChecks(client, scope);
   } finally {
     await client.end().catch(() => undefined);
   }
 }
 
-async function runChecks(
-  client: pg.Client,
-  personal: Readonly<Record<string, PersonalColumn>>,
-): Promise<SafetyCheck[]> {
+async function runChecks(client: pg.Client, scope: ReaderScope): Promise<SafetyCheck[]> {
   const checks: SafetyCheck[] = [];
   const { rows: roleRows } = await client.query<{
     role: string;
@@ -145,15 +154,17 @@ async function runChecks(
     `select format('%I.%I', n.nspname, c.relname) as target
        from pg_class c join pg_namespace n on n.oid = c.relnamespace
       where c.relkind in ('r', 'p', 'v', 'm', 'f')
-        and n.nspname not in ('reporting', 'pg_catalog', 'information_schema') and n.nspname not like 'pg\\_toast%'
+        and n.nspname <> all ($1::text[]) and n.nspname not in ('pg_catalog', 'information_schema')
+        and n.nspname not like 'pg\\_toast%'
         and (has_table_privilege(c.oid, 'SELECT')
              or exists (select 1 from pg_attribute a where a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
                           and has_column_privilege(c.oid, a.attnum, 'SELECT')))
       order by 1`,
+    [scope.schemas],
   );
   checks.push(
     noneFound(
-      'reads nothing outside the reporting schema',
+      `reads nothing outside the ${scope.schemas.join(', ')} schema${scope.schemas.length > 1 ? 's' : ''}`,
       readable.map((t) => t.target),
       (target) => `REVOKE ALL ON ${target} FROM PUBLIC, ${role};`,
     ),
@@ -230,7 +241,7 @@ async function runChecks(
   });
   checks.push(...(await checkOtherDatabases(client, role)));
 
-  checks.push(...(await personalDataChecks(client, role, personal)));
+  checks.push(...(await personalDataChecks(client, role, scope.personal)));
 
   const setting = async (name: string): Promise<string> =>
     (await client.query<{ value: string }>('select current_setting($1) as value', [name])).rows[0]!.value;
@@ -263,8 +274,9 @@ async function runChecks(
 
   checks.push(...(await checkOwnSettings(client, role)));
 
-  checks.push(await tryWrite(client, 'a write in a default transaction fails', 'begin', role));
-  checks.push(await tryWrite(client, 'a write in a READ WRITE transaction fails', 'begin read write', role));
+  const probes = await writeProbes(client, scope.schemas);
+  checks.push(await tryWrite(client, 'a write in a default transaction fails', 'begin', role, probes));
+  checks.push(await tryWrite(client, 'a write in a READ WRITE transaction fails', 'begin read write', role, probes));
   return checks;
 }
 
@@ -396,7 +408,7 @@ async function checkOwnSettings(client: pg.Client, role: string): Promise<Safety
         ? {
             warning: true,
             detail: 'is -1 (none); only a superuser can set it',
-            fix: `ALTER ROLE ${role} SET temp_file_limit = '1GB';`,
+            fix: `ALTER ROLE ${role} SET temp_file_limit = '${READER_TEMP_FILE_LIMIT}';`,
           }
         : { detail: `is ${limit.shown}` }),
   });
@@ -409,20 +421,45 @@ function noneFound(name: string, offenders: readonly string[], fix: (offender: s
   return { name, ok: false, detail: offenders.join(', '), fix: [...new Set(offenders.map(fix))].join(' ') };
 }
 
-/** Attempts writes inside a transaction that is always rolled back; each must be refused. */
-async function tryWrite(client: pg.Client, name: string, begin: string, role: string): Promise<SafetyCheck> {
-  const attempts = [
+/**
+ * The writes to attempt: a table in public and in each of the packs' schemas, and an UPDATE and a
+ * DELETE (matching no row) on the first relation the reader reads in each schema. A write the
+ * role may not do fails on privilege or on read-only mode before any row is looked at.
+ */
+async function writeProbes(client: pg.Client, schemas: readonly string[]): Promise<string[]> {
+  const { rows } = await client.query<{ target: string; col: string }>(
+    `select distinct on (n.nspname) format('%I.%I', n.nspname, c.relname) as target, format('%I', a.attname) as col
+       from pg_class c join pg_namespace n on n.oid = c.relnamespace
+       join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+      where n.nspname = any ($1::text[]) and c.relkind in ('r', 'p', 'v', 'f')
+        and has_table_privilege(c.oid, 'SELECT')
+      order by n.nspname, c.relname, a.attnum`,
+    [schemas],
+  );
+  return [
     'create table public.querygate_doctor_probe (x int)',
-    'create table reporting.querygate_doctor_probe (x int)',
-    `insert into reporting.products (sku, name, category, unit_price) values ('doctor-probe', 'probe', 'probe', 0)`,
-    `update reporting.orders set total_amount = total_amount where false`,
+    ...schemas.map((schema) => `create table ${client.escapeIdentifier(schema)}.querygate_doctor_probe (x int)`),
+    ...rows.flatMap(({ target, col }) => [
+      `update ${target} set ${col} = ${col} where false`,
+      `delete from ${target} where false`,
+    ]),
   ];
+}
+
+/** Attempts writes inside a transaction that is always rolled back; each must be refused. */
+async function tryWrite(
+  client: pg.Client,
+  name: string,
+  begin: string,
+  role: string,
+  attempts: readonly string[],
+): Promise<SafetyCheck> {
   const succeeded: string[] = [];
   for (const statement of attempts) {
     await client.query(begin);
     try {
       await client.query(statement);
-      succeeded.push(statement.split(' (')[0]!);
+      succeeded.push(statement.split(' (')[0]!.replace(/ where false$/, ''));
     } catch {
       // refused: what we want
     } finally {
@@ -443,34 +480,52 @@ async function tryWrite(client: pg.Client, name: string, begin: string, role: st
 
 export interface PlanCost {
   readonly tool: string;
-  /** The planner's total cost; undefined when EXPLAIN failed. */
+  /** The planner's highest total cost over the template's widest calls; undefined when EXPLAIN failed. */
   readonly totalCost?: number;
+  /** The pack's ceiling: a cost above it fails. */
+  readonly maxCost: number;
+  /** The arguments of the costliest call. */
+  readonly args?: unknown;
   readonly error?: string;
 }
 
-/** EXPLAINs each template over the widest range allowed, ending on `lastDay`, with its most costly arguments. */
-export async function explainTemplates(
+/**
+ * EXPLAINs each template of each pack over its widest calls (see widest-arguments.ts), ending on
+ * `lastDay`, and keeps the costliest: a template whose plan costs more than its pack allows fails.
+ */
+export async function explainPacks(
   reader: ReaderDatabase,
-  templates: readonly AnyTemplate[],
+  packs: readonly Pack[],
   ctx: QueryContext,
-  widest: (template: AnyTemplate) => unknown,
+  lastDay: string,
 ): Promise<PlanCost[]> {
   const costs: PlanCost[] = [];
-  for (const template of templates) {
-    const args = template.input.parse(widest(template));
-    const compiled = template
-      .query(reader.compiler as Kysely<ReportingDatabase>, args, ctx)
-      .limit(101)
-      .compile();
-    try {
-      const { rows } = await reader.execute({ ...compiled, sql: `explain (format json) ${compiled.sql}` });
-      const plan = (JSON.parse(rows[0]![0]!) as Array<{ Plan: { 'Total Cost': number } }>)[0]!.Plan;
-      costs.push({ tool: template.name, totalCost: plan['Total Cost'] });
-    } catch (err) {
-      costs.push({ tool: template.name, error: err instanceof Error ? err.message : String(err) });
+  for (const pack of packs) {
+    for (const template of pack.templates) {
+      let worst: PlanCost = { tool: template.name, maxCost: pack.maxPlanCost, totalCost: 0 };
+      try {
+        for (const args of widestArguments(template, lastDay)) {
+          const compiled = template.query(reader.compiler, args, ctx).limit(101).compile();
+          const { rows } = await reader.execute({ ...compiled, sql: `explain (format json) ${compiled.sql}` });
+          const plan = (JSON.parse(rows[0]![0]!) as Array<{ Plan: { 'Total Cost': number } }>)[0]!.Plan;
+          if (plan['Total Cost'] >= (worst.totalCost ?? 0)) worst = { ...worst, totalCost: plan['Total Cost'], args };
+        }
+      } catch (err) {
+        worst = {
+          tool: template.name,
+          maxCost: pack.maxPlanCost,
+          error: err instanceof Error ? err.message : String(err),
+        };
+      }
+      costs.push(worst);
     }
   }
   return costs;
+}
+
+/** A plan that failed, or costs more than its pack allows. */
+export function planFails(plan: PlanCost): boolean {
+  return plan.totalCost === undefined || plan.totalCost > plan.maxCost;
 }
 
 /** A readable report: one line per check, with the fix under each failure. */
@@ -488,11 +543,13 @@ export function formatReport(target: string, checks: readonly SafetyCheck[], pla
       lines.push(
         plan.totalCost === undefined
           ? `  FAIL  ${plan.tool.padEnd(width)}  EXPLAIN failed: ${plan.error}`
-          : `  PLAN  ${plan.tool.padEnd(width)}  cost ${plan.totalCost.toFixed(2)}`,
+          : plan.totalCost > plan.maxCost
+            ? `  FAIL  ${plan.tool.padEnd(width)}  cost ${plan.totalCost.toFixed(2)}, above the pack's ceiling ${plan.maxCost} (arguments ${JSON.stringify(plan.args)}); add an index or a rollup, or narrow the template`
+            : `  PLAN  ${plan.tool.padEnd(width)}  cost ${plan.totalCost.toFixed(2)} (ceiling ${plan.maxCost})`,
       );
     }
   }
-  const failed = checks.filter((c) => !c.ok).length + plans.filter((p) => p.totalCost === undefined).length;
+  const failed = checks.filter((c) => !c.ok).length + plans.filter(planFails).length;
   const warned = checks.filter((c) => c.ok && c.warning).length;
   lines.push(
     '',

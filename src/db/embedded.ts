@@ -14,8 +14,8 @@ import pg from 'pg';
 import { ConfigError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { withCredentials, withDatabase } from './connect.js';
-import { prepareDatabase } from './prepare.js';
-import type { SeedOptions } from './seed.js';
+import type { Pack } from '../pack.js';
+import { prepareDatabase, type SeedIfEmpty } from './prepare.js';
 
 const ADMIN_USER = 'postgres';
 const DATABASE = 'querygate';
@@ -25,8 +25,10 @@ export interface EmbeddedOptions {
   readonly readerRole: string;
   /** Port to listen on; a free one when omitted. */
   readonly port?: number;
-  /** Demo data for a database that holds no orders yet. */
-  readonly seedIfEmpty?: Omit<SeedOptions, 'replace'>;
+  /** The packs whose migrations the database gets. */
+  readonly packs: readonly Pack[];
+  /** Demo data for the packs whose tables are still empty. */
+  readonly seedIfEmpty?: SeedIfEmpty;
   /**
    * A stop signal during start-up: checked between the steps, each of which is left to finish, and
    * then the cluster is stopped and the lock released as after any failed start.
@@ -110,7 +112,12 @@ export async function startEmbedded(options: EmbeddedOptions, logger: Logger): P
     const adminUrl = withDatabase(serverUrl, DATABASE);
     await prepareDatabase(
       adminUrl,
-      { readerRole: options.readerRole, readerPassword: secrets.readerPassword, seedIfEmpty: options.seedIfEmpty },
+      {
+        readerRole: options.readerRole,
+        readerPassword: secrets.readerPassword,
+        packs: options.packs,
+        ...(options.seedIfEmpty ? { seedIfEmpty: options.seedIfEmpty } : {}),
+      },
       logger,
     );
     step();

@@ -1,12 +1,12 @@
 /**
- * The doctor's personal-data checks, driven by the declarations (PERSONAL_COLUMNS) rather than by one
+ * The doctor's personal-data checks, driven by the packs' declarations (personalColumns) rather than by one
  * table: wherever a pack declares a name, email or phone column, the reader must not read the tables
  * behind it directly, and what it reads in the column itself must already be masked at the source. (A
  * declared table the reader reads directly is judged by its values, in the second check. Internal ids
  * are read as they are and tokenized by the server, so they are not sampled.)
  */
 import type pg from 'pg';
-import type { PersonalColumn, PersonalKind } from './schema.js';
+import type { PersonalColumn, PersonalKind } from '../pack.js';
 import type { SafetyCheck } from './doctor.js';
 
 /** What each kind of personal data looks like once masked at the source (PostgreSQL regular expressions). */

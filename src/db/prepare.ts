@@ -1,32 +1,50 @@
-/** Brings a database to a servable state: migrated, reader password set, demo data when empty. */
+/** Brings a database to a servable state: the reader role, each pack migrated, demo data where a pack is empty. */
 import type { Logger } from '../logger.js';
-import { connectAdmin } from './connect.js';
+import type { Pack } from '../pack.js';
+import { adminKysely, connectAdmin } from './connect.js';
 import { migrateToLatest } from './migrate.js';
 import { setReaderPassword } from './reader-password.js';
-import { seedDatabase, type SeedOptions } from './seed.js';
+import { ensureReaderRole } from './reader-role.js';
+
+/** Demo data for packs whose tables are still empty. */
+export interface SeedIfEmpty {
+  /** The last day with data (YYYY-MM-DD, UTC). */
+  readonly until: string;
+  /** How many main rows each pack gets, by pack name; a pack's own default otherwise. */
+  readonly counts?: Readonly<Record<string, number>>;
+}
 
 export interface PrepareOptions {
   readonly readerRole: string;
   /** Sets the reader's password when given. */
   readonly readerPassword?: string;
-  /** Seeds demo data when given and the database holds no orders yet. */
-  readonly seedIfEmpty?: Omit<SeedOptions, 'replace'>;
+  readonly packs: readonly Pack[];
+  readonly seedIfEmpty?: SeedIfEmpty;
 }
 
 export async function prepareDatabase(adminUrl: string, options: PrepareOptions, logger: Logger): Promise<void> {
-  await migrateToLatest(adminUrl, options.readerRole, logger);
-  const admin = await connectAdmin(adminUrl);
-  let empty: boolean;
+  const db = adminKysely(adminUrl);
   try {
-    if (options.readerPassword !== undefined)
+    await ensureReaderRole(db, options.readerRole);
+  } finally {
+    await db.destroy();
+  }
+  for (const pack of options.packs) await migrateToLatest(adminUrl, pack, options.readerRole, logger);
+  const admin = await connectAdmin(adminUrl);
+  const empty: Pack[] = [];
+  try {
+    if (options.readerPassword !== undefined) {
       await setReaderPassword(admin, options.readerRole, options.readerPassword);
-    const { rows } = await admin.query<{ empty: boolean }>('select not exists (select 1 from sales.orders) as empty');
-    empty = rows[0]!.empty;
+    }
+    if (options.seedIfEmpty) {
+      for (const pack of options.packs) if (pack.seed && (await pack.seed.isEmpty(admin))) empty.push(pack);
+    }
   } finally {
     await admin.end();
   }
-  if (empty && options.seedIfEmpty) {
-    logger.info('seeding demo data into an empty database', { orders: options.seedIfEmpty.orders });
-    await seedDatabase(adminUrl, { ...options.seedIfEmpty, replace: false }, logger);
+  for (const pack of empty) {
+    const count = options.seedIfEmpty!.counts?.[pack.name] ?? pack.seed!.defaultCount;
+    logger.info('seeding demo data into an empty database', { pack: pack.name, [pack.seed!.unit]: count });
+    await pack.seed!.run(adminUrl, { count, until: options.seedIfEmpty!.until, replace: false }, logger);
   }
 }

@@ -4,11 +4,6 @@ import { quote } from './date-range.js';
 
 export const MAX_ROWS = 100;
 
-export const ORDER_STATUSES = ['pending', 'paid', 'shipped', 'cancelled', 'refunded'] as const;
-export type OrderStatus = (typeof ORDER_STATUSES)[number];
-/** Statuses left out of revenue: the money did not stay with the company. */
-export const NON_REVENUE_STATUSES: readonly OrderStatus[] = ['cancelled', 'refunded'];
-
 /** A closed set of strings; the error lists every allowed value. */
 export function oneOf<const T extends readonly [string, ...string[]]>(
   values: T,
@@ -29,5 +24,3 @@ export function rowLimit(fallback: number): z.ZodDefault<z.ZodNumber> {
     .default(fallback)
     .describe(`Maximum number of rows to return, 1..${MAX_ROWS} (default ${fallback})`);
 }
-
-export const orderStatus = oneOf(ORDER_STATUSES, 'Order status');

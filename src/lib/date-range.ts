@@ -139,3 +139,13 @@ export function periodStart(day: string, period: 'day' | 'week' | 'month'): stri
   const date = parseDay(day)!;
   return formatDay(addDays(date, -((date.getUTCDay() + 6) % 7)));
 }
+
+/** Today's date in UTC. */
+export function todayUtc(now: Date = new Date()): string {
+  return now.toISOString().slice(0, 10);
+}
+
+/** Yesterday's date in UTC: the default last day of demo data, so that none of it lies in the future. */
+export function yesterdayUtc(now: Date = new Date()): string {
+  return new Date(now.getTime() - 86_400_000).toISOString().slice(0, 10);
+}

@@ -3,7 +3,7 @@
  * server can apply them on top of the masking the `reporting` views already do at the source.
  */
 import { createHmac } from 'node:crypto';
-import type { PersonalKind } from '../db/schema.js';
+import type { PersonalKind } from '../pack.js';
 import { memoize } from './memo.js';
 
 export type Mask = 'token' | 'initials' | 'email' | 'last4';

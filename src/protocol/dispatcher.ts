@@ -12,7 +12,7 @@ import { loggingFeature } from './features/logging.js';
 import { promptsFeature } from './features/prompts.js';
 import { resourcesFeature } from './features/resources.js';
 import { toolsFeature } from './features/tools.js';
-import { INSTRUCTIONS, SERVER_INFO } from './identity.js';
+import { ENGINE_IDENTITY, type Identity } from './identity.js';
 import {
   errorResponse,
   INTERNAL_ERROR,
@@ -37,6 +37,8 @@ import {
 
 export interface DispatchDeps extends CallDeps {
   readonly registry: Registry;
+  /** The server's name, title and instructions, from the packs it serves; the engine's own when omitted. */
+  readonly identity?: Identity;
 }
 
 /** What lasts between requests on one connection: only what a legacy client set with logging/setLevel. */
@@ -127,7 +129,8 @@ export function createDispatcher(deps: DispatchDeps, features: readonly Feature[
       methods.set(name, method);
     }
   }
-  const server: ServerDescription = { info: SERVER_INFO, capabilities, instructions: INSTRUCTIONS };
+  const identity = deps.identity ?? ENGINE_IDENTITY;
+  const server: ServerDescription = { info: identity.info, capabilities, instructions: identity.instructions };
 
   async function handle(message: unknown, request: Request): Promise<Dispatched> {
     if (!isObject(message) || message.jsonrpc !== '2.0') {

@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { connectAdmin, withCredentials } from '../../src/db/connect.js';
 import { closeInitdbDatabases, startEmbedded } from '../../src/db/embedded.js';
 import { prepareDatabase } from '../../src/db/prepare.js';
-import { seedDatabase } from '../../src/db/seed.js';
+import { salesPack } from '../../pack/index.js';
+import { seedDatabase } from '../../pack/seed.js';
 import { DEFAULT_READER_ROLE } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 
@@ -40,7 +41,15 @@ export async function startTestDatabase(): Promise<TestDatabase> {
 
   const dataDir = await mkdtemp(join(tmpdir(), 'querygate-test-'));
   await chmod(dataDir, 0o755); // as root, postgres runs as the postgres user and must enter it
-  const embedded = await startEmbedded({ dataDir, readerRole: DEFAULT_READER_ROLE, seedIfEmpty: TEST_SEED }, logger);
+  const embedded = await startEmbedded(
+    {
+      dataDir,
+      readerRole: DEFAULT_READER_ROLE,
+      packs: [salesPack],
+      seedIfEmpty: { until: TEST_SEED.until, counts: { sales: TEST_SEED.orders } },
+    },
+    logger,
+  );
   return {
     kind: 'embedded',
     adminUrl: embedded.adminUrl,
@@ -58,7 +67,7 @@ async function prepareExisting(
   stop: () => Promise<void>,
 ): Promise<TestDatabase> {
   const readerPassword = randomBytes(12).toString('base64url');
-  await prepareDatabase(adminUrl, { readerRole: DEFAULT_READER_ROLE, readerPassword }, logger);
+  await prepareDatabase(adminUrl, { readerRole: DEFAULT_READER_ROLE, readerPassword, packs: [salesPack] }, logger);
   await seedDatabase(adminUrl, { ...TEST_SEED, replace: true }, logger);
   return { kind, adminUrl, readerUrl: withCredentials(adminUrl, DEFAULT_READER_ROLE, readerPassword), stop };
 }

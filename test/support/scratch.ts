@@ -8,7 +8,8 @@ import { inject } from 'vitest';
 import { DEFAULT_READER_ROLE } from '../../src/config.js';
 import { withDatabase } from '../../src/db/connect.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
-import { seedDatabase } from '../../src/db/seed.js';
+import { salesPack } from '../../pack/index.js';
+import { seedDatabase } from '../../pack/seed.js';
 import { silentLogger } from '../../src/logger.js';
 
 export interface ScratchDatabase {
@@ -29,7 +30,7 @@ export async function createScratchDatabase(
   await server.connect();
   await createClosedDatabase(server, name);
   const adminUrl = withDatabase(inject('adminUrl'), name);
-  await migrateToLatest(adminUrl, DEFAULT_READER_ROLE, silentLogger);
+  await migrateToLatest(adminUrl, salesPack, DEFAULT_READER_ROLE, silentLogger);
   if (seed) await seedDatabase(adminUrl, { ...seed, replace: false }, silentLogger);
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();

@@ -8,9 +8,9 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import { ConfigError } from '../errors.js';
-import { parseDay } from '../lib/date-range.js';
-import type { Logger } from '../logger.js';
+import { ConfigError } from '../src/errors.js';
+import { parseDay } from '../src/lib/date-range.js';
+import type { Logger } from '../src/logger.js';
 
 export interface SeedOptions {
   /** Number of orders to create. */
@@ -254,7 +254,7 @@ async function dropSecondaryStructures(client: pg.Client): Promise<string[]> {
 /** Loads the demo data through an admin connection, in one transaction. */
 export async function seedDatabase(adminUrl: string, options: SeedOptions, logger: Logger): Promise<SeedSummary> {
   if (!Number.isInteger(options.orders) || options.orders < 1) {
-    throw new ConfigError('--orders: must be a positive whole number');
+    throw new ConfigError('--count: must be a positive whole number');
   }
   const untilDay = parseDay(options.until);
   if (!untilDay) throw new ConfigError(`--until: ${options.until} is not a real YYYY-MM-DD day`);
@@ -400,14 +400,4 @@ export async function seedDatabase(adminUrl: string, options: SeedOptions, logge
     seconds: Math.round(performance.now() - started) / 1000,
   });
   return summary;
-}
-
-/** Today's date in UTC. */
-export function todayUtc(now: Date = new Date()): string {
-  return now.toISOString().slice(0, 10);
-}
-
-/** The default last day of demo data: yesterday (UTC), so that no order lies in the future. */
-export function defaultSeedUntil(now: Date = new Date()): string {
-  return new Date(now.getTime() - 86_400_000).toISOString().slice(0, 10);
 }

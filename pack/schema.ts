@@ -4,6 +4,7 @@
  * and the server masks every personal column again on the way out (see PERSONAL_COLUMNS).
  */
 import type { ColumnType } from 'kysely';
+import type { PersonalColumns } from '../src/pack.js';
 
 /** node-postgres returns int8 and numeric as strings, so that no precision is lost. */
 type Int8 = ColumnType<string, never, never>;
@@ -82,25 +83,11 @@ export interface ReportingDatabase {
   'reporting.region_days': ReportingRegionDays;
 }
 
-/** "table.column" for every column the reader can read. */
-export type SourceColumn = {
-  [T in keyof ReportingDatabase]: `${T}.${keyof ReportingDatabase[T] & string}`;
-}[keyof ReportingDatabase];
-
-/** The kinds of personal or internal data, each with the one treatment that makes it safe to return. */
-export type PersonalKind = 'internal_id' | 'name' | 'email' | 'phone';
-
-export interface PersonalColumn {
-  readonly kind: PersonalKind;
-  /** For internal ids: the entity, which becomes the token's prefix. */
-  readonly entity?: 'order' | 'customer' | 'product';
-}
-
 /**
  * Every column that must never leave the server raw. A template that returns one of these
  * without the matching treatment is refused when the registry is built.
  */
-export const PERSONAL_COLUMNS: Partial<Record<SourceColumn, PersonalColumn>> = {
+export const PERSONAL_COLUMNS: PersonalColumns<ReportingDatabase> = {
   'reporting.orders.id': { kind: 'internal_id', entity: 'order' },
   'reporting.orders.customer_id': { kind: 'internal_id', entity: 'customer' },
   'reporting.order_items.order_id': { kind: 'internal_id', entity: 'order' },

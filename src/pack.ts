@@ -1,0 +1,88 @@
+/**
+ * A pack is everything querygate knows about one database: its table types, its personal columns,
+ * its migrations and reader grants, its query templates, its demo seed and its words for a model.
+ * The engine in src/ knows no table; it serves whatever packs it is given, and checks each one
+ * (templates, personal columns, reader role) before a single call is served.
+ */
+import type { Migration } from 'kysely';
+import type pg from 'pg';
+import type { Logger } from './logger.js';
+import type { AnyTemplate, QueryTemplate } from './registry.js';
+
+/** The kinds of personal or internal data, each with the one treatment that makes it safe to return. */
+export type PersonalKind = 'internal_id' | 'name' | 'email' | 'phone';
+
+export interface PersonalColumn {
+  readonly kind: PersonalKind;
+  /** For internal ids: the entity the id names, which becomes the token's prefix ("order", "ticket"). */
+  readonly entity?: string;
+}
+
+/** "schema.table.column" for every column of a pack's generated table types; any string for erased types. */
+export type SourceColumnOf<DB> = 0 extends 1 & DB
+  ? string
+  : { [T in keyof DB & string]: `${T}.${keyof DB[T] & string}` }[keyof DB & string];
+
+/** Every column of a pack that must never leave the server raw, keyed "schema.table.column". */
+export type PersonalColumns<DB = unknown> = Readonly<Partial<Record<SourceColumnOf<DB>, PersonalColumn>>>;
+
+export interface SeedRequest {
+  /** How many of the pack's main rows to create; the pack's default when omitted. */
+  readonly count?: number;
+  /** The last day with data, YYYY-MM-DD (UTC). */
+  readonly until: string;
+  /** Replace the pack's existing data instead of refusing a database that holds some. */
+  readonly replace: boolean;
+}
+
+/** A pack's deterministic demo data. */
+export interface PackSeed {
+  /** What `count` counts, in the plural: the CLI and the logs say it. */
+  readonly unit: string;
+  readonly defaultCount: number;
+  /** True when the pack's tables hold no data yet (checked through the admin connection). */
+  isEmpty(admin: pg.Client): Promise<boolean>;
+  /** Loads the data and says what it loaded. */
+  run(adminUrl: string, request: SeedRequest, logger: Logger): Promise<Record<string, number>>;
+}
+
+export interface Pack {
+  /** Lower-case name, unique among the packs a server serves ("sales", "support_desk"). */
+  readonly name: string;
+  /** What the pack answers questions about, for the server's title ("sales", "the support desk"). */
+  readonly subject: string;
+  /** What a model should know before it picks one of the pack's tools (units, net figures, limits). */
+  readonly instructions: string;
+  /** The schemas whose relations the reader role reads; it must read nothing outside them. */
+  readonly readerSchemas: readonly [string, ...string[]];
+  readonly personalColumns: PersonalColumns;
+  readonly templates: readonly AnyTemplate[];
+  /** The pack's migrations, applied in name order through the admin role. */
+  readonly migrations: (options: { readonly readerRole: string }) => Record<string, Migration>;
+  /** The table that records the pack's applied migrations; `querygate_<name>_migrations` by default. */
+  readonly migrationTable?: string;
+  readonly seed?: PackSeed;
+  /**
+   * The planner cost no template may exceed over its widest allowed arguments (EXPLAIN, checked by
+   * `doctor` and by the contract tests).
+   */
+  readonly maxPlanCost: number;
+}
+
+/** Checks a pack's own shape; the registry checks its templates. */
+export function definePack(pack: Pack): Pack {
+  return pack;
+}
+
+/**
+ * The one helper a pack's templates are written with, bound to the pack's table types and personal
+ * columns: a column a template names that the database lacks is a type error, and every template
+ * carries the declarations the registry checks its selections against.
+ */
+export function templateKit<DB>(
+  personal: PersonalColumns<DB>,
+): <Args, Output extends Record<string, unknown>>(
+  template: Omit<QueryTemplate<Args, Output, DB>, 'personal'>,
+) => QueryTemplate<Args, Output, DB> {
+  return (template) => ({ ...template, personal: personal as PersonalColumns });
+}
