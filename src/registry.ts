@@ -29,7 +29,11 @@ import type { Logger } from './logger.js';
 import type { PersonalColumn, PersonalColumns, PersonalKind, SourceColumnOf } from './pack.js';
 import { preSerialized } from './protocol/json-rpc.js';
 
-export type ColumnKind = 'text' | 'integer' | 'money' | 'date' | 'timestamp';
+/**
+ * How a column's PostgreSQL text becomes JSON: `integer` a whole number, `number` any finite number (a
+ * median, a ratio, hours), `money` a number rounded to cents, `date` YYYY-MM-DD, `timestamp` ISO 8601 in UTC.
+ */
+export type ColumnKind = 'text' | 'integer' | 'number' | 'money' | 'date' | 'timestamp';
 
 /** A "schema.table.column" of the pack's tables; any string once a template's types are erased. */
 type SourceColumn = string;
@@ -609,6 +613,8 @@ function convert(type: ColumnKind, text: string): CellValue {
   switch (type) {
     case 'integer':
       return Number(text);
+    case 'number':
+      return finiteNumber(text);
     case 'money':
       return roundMoney(text);
     case 'timestamp':
@@ -617,6 +623,13 @@ function convert(type: ColumnKind, text: string): CellValue {
     case 'text':
       return text;
   }
+}
+
+/** A numeric, float or integer column's text as a JSON number; NaN and the infinities have none. */
+function finiteNumber(text: string): number {
+  const value = Number(text);
+  if (!Number.isFinite(value)) throw new ConfigError(`number column returned ${JSON.stringify(text.slice(0, 40))}`);
+  return value;
 }
 
 const PG_TIMESTAMPTZ = /^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:\.(\d+))?([+-]\d\d(?::\d\d){0,2})$/;
