@@ -57,8 +57,8 @@ export const queryOrderCount = defineTemplate({
   ],
   output,
   columns: {
-    status: { type: 'text', source: ['reporting.orders.status', 'reporting.order_hours.status'] },
-    order_count: { type: 'integer', source: 'computed' },
+    status: { type: 'text', source: ['reporting.orders.status', 'reporting.order_hours.status'], treatment: 'plain' },
+    order_count: { type: 'integer', source: 'computed', treatment: 'plain' },
   },
   query: (db, args, ctx) => {
     const range = resolveRange(args);

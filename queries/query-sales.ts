@@ -83,14 +83,15 @@ export const querySales = defineTemplate({
   ],
   output,
   columns: {
-    group_key: { type: 'text', source: 'computed' },
+    group_key: { type: 'text', source: 'computed', treatment: 'plain' },
     currency: {
       type: 'text',
       source: ['reporting.orders.currency', 'reporting.order_hours.currency', 'reporting.region_days.currency'],
+      treatment: 'plain',
     },
-    order_count: { type: 'integer', source: 'computed' },
-    revenue: { type: 'money', source: 'computed' },
-    avg_order_value: { type: 'money', source: 'computed' },
+    order_count: { type: 'integer', source: 'computed', treatment: 'plain' },
+    revenue: { type: 'money', source: 'computed', treatment: 'plain' },
+    avg_order_value: { type: 'money', source: 'computed', treatment: 'plain' },
   },
   query: (db, args, ctx) => {
     const range = resolveRange(args);

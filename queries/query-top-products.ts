@@ -80,13 +80,17 @@ export const queryTopProducts = defineTemplate({
   ],
   output,
   columns: {
-    sku: { type: 'text', source: 'reporting.products.sku' },
-    name: { type: 'text', source: 'reporting.products.name' },
-    category: { type: 'text', source: 'reporting.products.category' },
-    currency: { type: 'text', source: ['reporting.product_days.currency', 'reporting.orders.currency'] },
-    units: { type: 'integer', source: 'computed' },
-    revenue: { type: 'money', source: 'computed' },
-    currency_products: { type: 'integer', source: 'computed' },
+    sku: { type: 'text', source: 'reporting.products.sku', treatment: 'plain' },
+    name: { type: 'text', source: 'reporting.products.name', treatment: 'plain' },
+    category: { type: 'text', source: 'reporting.products.category', treatment: 'plain' },
+    currency: {
+      type: 'text',
+      source: ['reporting.product_days.currency', 'reporting.orders.currency'],
+      treatment: 'plain',
+    },
+    units: { type: 'integer', source: 'computed', treatment: 'plain' },
+    revenue: { type: 'money', source: 'computed', treatment: 'plain' },
+    currency_products: { type: 'integer', source: 'computed', treatment: 'plain' },
   },
   // No rowLimit: `limit` counts per currency, so the query ranks within each currency itself and the
   // registry caps the whole answer at MAX_ROWS.

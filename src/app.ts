@@ -14,7 +14,7 @@ import { createCallLimits } from './limits.js';
 import { yesterdayUtc } from './lib/date-range.js';
 import { createTokenizer } from './lib/masking.js';
 import type { Logger } from './logger.js';
-import type { Pack } from './pack.js';
+import { smallGroupThresholds, type Pack } from './pack.js';
 import { createRegistry } from './registry.js';
 import { describeServer, type ServerDeps } from './server.js';
 
@@ -119,7 +119,10 @@ const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 
 export async function startApp(config: Config, logger: Logger, options: AppOptions): Promise<App> {
   const { packs } = options;
-  const registry = createRegistry(packs.flatMap((pack) => pack.templates));
+  const registry = createRegistry(
+    packs.flatMap((pack) => pack.templates),
+    { smallGroupThresholds: smallGroupThresholds(packs) },
+  );
   const scope = readerScopeOf(packs);
   const audit = createAuditLog(config.auditLog);
   const database = await openDatabase(config, packs, logger, options.signal);

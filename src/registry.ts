@@ -22,8 +22,8 @@ import {
 } from './errors.js';
 import { argumentCombinations } from './lib/argument-combinations.js';
 import { MAX_ROWS } from './lib/arguments.js';
-import { quote } from './lib/date-range.js';
-import { MASK_FOR, initials, lastFourDigits, maskEmail, type Mask, type Tokenizer } from './lib/masking.js';
+import { parseDay, quote } from './lib/date-range.js';
+import { MASK_FOR, MASKS, initials, lastFourDigits, maskEmail, type Mask, type Tokenizer } from './lib/masking.js';
 import type { CallLimits } from './limits.js';
 import type { Logger } from './logger.js';
 import type { PersonalColumn, PersonalColumns, PersonalKind, SourceColumnOf } from './pack.js';
@@ -38,6 +38,21 @@ export type ColumnKind = 'text' | 'integer' | 'number' | 'money' | 'date' | 'tim
 /** A "schema.table.column" of the pack's tables; any string once a template's types are erased. */
 type SourceColumn = string;
 
+/**
+ * What the registry does with a column's value on its way out. Every column declares one:
+ * - `plain`: returned as it is; only for a column no personal column is behind;
+ * - `mask_email`, `mask_phone`, `initials`, `token`: the one mask of a personal column's kind (MASK_FOR);
+ * - `drop`: selected for the query's own sake (an ORDER BY of a DISTINCT ON, say) and never returned,
+ *   nor seen by present(); the one other treatment a personal column may have;
+ * - `{ bucket: [b1, b2, …] }`: an amount returned as the range it falls in ("100 to under 500"), not itself;
+ * - `distinct_people`: how many distinct people a grouped row stands for (a `count(distinct …)` of a
+ *   personal id). A row for fewer people than the pack's threshold is left out and counted in the
+ *   result's `suppressed_groups`, so that a breakdown cannot single anyone out; the count itself is
+ *   never returned.
+ */
+export type Treatment =
+  'plain' | Mask | 'drop' | 'distinct_people' | { readonly bucket: readonly [number, ...number[]] };
+
 export interface ColumnSpec<Source extends string = SourceColumn> {
   readonly type: ColumnKind;
   /**
@@ -45,8 +60,15 @@ export interface ColumnSpec<Source extends string = SourceColumn> {
    * personal column anywhere in the selected expression must be listed here, with its mask.
    */
   readonly source: Source | 'computed' | readonly [Source, ...Source[]];
-  /** The treatment of a personal column; required for (and only for) the pack's personal columns. */
-  readonly mask?: Mask;
+  readonly treatment: Treatment;
+}
+
+/** The small-group threshold when a pack sets none: a breakdown row stands for at least 5 people. */
+export const DEFAULT_SMALL_GROUP_THRESHOLD = 5;
+
+export interface RegistryOptions {
+  /** Per tool: the fewest distinct people a grouped row may stand for (DEFAULT_SMALL_GROUP_THRESHOLD). */
+  readonly smallGroupThresholds?: Readonly<Record<string, number>>;
 }
 
 /** What a template's builder must give back: a Kysely select the registry can cap and run. */
@@ -159,7 +181,7 @@ const TOOL_NAME = /^[a-z][a-z0-9]*(_[a-z0-9]+)+$/;
 const PERSONAL_LOOKING_NAME = /(^|_)(email|phone|name|first_name|last_name|id)$/;
 
 /** Checks every template against the contract and refuses to build on the first violation. */
-export function createRegistry(templates: readonly AnyTemplate[]): Registry {
+export function createRegistry(templates: readonly AnyTemplate[], options: RegistryOptions = {}): Registry {
   const byName = new Map<string, Entry>();
   const tools: Tool[] = [];
   for (const template of templates) {
@@ -168,16 +190,29 @@ export function createRegistry(templates: readonly AnyTemplate[]): Registry {
     const inputSchema = jsonSchema(template.input, 'input') as Tool['inputSchema'];
     if (!(template.output instanceof z.ZodObject))
       throw new ConfigError(`template ${template.name}: output must be an object`);
-    const output = template.output.extend({ data_as_of: DATA_AS_OF });
+    const suppresses = Object.values(template.columns).some((c) => c.treatment === 'distinct_people');
+    const output = template.output.extend({
+      data_as_of: DATA_AS_OF,
+      ...(suppresses ? { suppressed_groups: SUPPRESSED_GROUPS } : {}),
+    });
+    const threshold = options.smallGroupThresholds?.[template.name] ?? DEFAULT_SMALL_GROUP_THRESHOLD;
+    if (!Number.isInteger(threshold) || threshold < 2) {
+      throw new ConfigError(
+        `template ${template.name}: the small-group threshold must be a whole number of at least 2`,
+      );
+    }
     byName.set(template.name, {
       template,
       output,
+      threshold,
+      suppresses,
       knownArgs: Object.keys(inputSchema.properties ?? {}),
       columns: shapedColumns(template),
       statements: new Map(),
       placements: new Map(),
     });
     assertSelections(template);
+    assertBoundValues(template, inputSchema);
     tools.push({
       name: template.name,
       title: template.title,
@@ -222,30 +257,57 @@ function assertTemplate(t: AnyTemplate): void {
   if (typeof t.personal !== 'object' || t.personal === null) {
     throw new ConfigError(`${where}: has no personal-column declarations; write it with its pack's templateKit`);
   }
+  const people = Object.entries(t.columns).filter(([, c]) => c.treatment === 'distinct_people');
+  if (people.length > 1) {
+    throw new ConfigError(
+      `${where}: columns ${people.map(([a]) => a).join(', ')} are all distinct_people; declare one`,
+    );
+  }
   for (const [alias, column] of Object.entries(t.columns)) {
+    const { treatment } = column;
+    const column_ = `${where}: column ${alias}`;
+    if (treatment === undefined) {
+      throw new ConfigError(
+        `${column_} declares no treatment; give it one of plain, ${MASKS.join(', ')}, drop, distinct_people or { bucket: [...] }`,
+      );
+    }
     const kinds = [...new Set(sourcesOf(column).flatMap((source) => personalAt(t.personal, source)?.kind ?? []))];
     const masks = [...new Set(kinds.map((kind) => MASK_FOR[kind]))];
-    if (masks.length > 1) {
+    if (masks.length > 1 && treatment !== 'drop') {
       // No one treatment makes such a value safe: select each personal column on its own.
-      throw new ConfigError(
-        `${where}: column ${alias} combines personal columns that need different masks (${masks.join(', ')})`,
-      );
+      throw new ConfigError(`${column_} combines personal columns that need different masks (${masks.join(', ')})`);
     }
     if (masks.length === 1) {
-      if (column.mask !== masks[0]) {
+      if (treatment !== masks[0] && treatment !== 'drop') {
         throw new ConfigError(
-          `${where}: column ${alias} returns personal data (${column.source}, ${kinds.join(', ')}) and must declare mask "${masks[0]}"`,
+          `${column_} returns personal data (${column.source}, ${kinds.join(', ')}) and must declare treatment "${masks[0]}" (or "drop" to keep it from leaving)`,
         );
       }
-    } else if (column.mask !== undefined) {
-      throw new ConfigError(
-        `${where}: column ${alias} declares mask "${column.mask}" but ${column.source} is not personal`,
-      );
-    } else if (column.source === 'computed' && PERSONAL_LOOKING_NAME.test(alias)) {
-      throw new ConfigError(`${where}: column ${alias} looks personal; declare its source column so it can be masked`);
+    } else if (typeof treatment === 'string' && (MASKS as readonly string[]).includes(treatment)) {
+      throw new ConfigError(`${column_} declares treatment "${treatment}" but ${column.source} is not personal`);
+    } else if (treatment === 'plain' && column.source === 'computed' && PERSONAL_LOOKING_NAME.test(alias)) {
+      throw new ConfigError(`${column_} looks personal; declare its source column so it can be masked`);
     }
-    if (column.mask === 'token' && column.type !== 'text') {
-      throw new ConfigError(`${where}: column ${alias} is tokenized and must be of type text`);
+    if (treatment === 'token' && column.type !== 'text') {
+      throw new ConfigError(`${column_} is tokenized and must be of type text`);
+    }
+    if (treatment === 'distinct_people' && (column.type !== 'integer' || column.source !== 'computed')) {
+      throw new ConfigError(
+        `${column_} counts distinct people: it must be a computed integer, such as count(distinct <a personal id>)`,
+      );
+    }
+    if (typeof treatment === 'object') {
+      const bounds = treatment.bucket;
+      if (!['integer', 'number', 'money'].includes(column.type)) {
+        throw new ConfigError(`${column_} is bucketed and must be of type integer, number or money`);
+      }
+      if (
+        !Array.isArray(bounds) ||
+        bounds.length === 0 ||
+        bounds.some((b, k) => !Number.isFinite(b) || (k > 0 && b <= bounds[k - 1]!))
+      ) {
+        throw new ConfigError(`${column_}: bucket bounds must be finite numbers in ascending order`);
+      }
     }
   }
 }
@@ -346,6 +408,65 @@ function assertSelections(template: AnyTemplate): void {
   }
 }
 
+/**
+ * Every value a caller chooses freely (a date, a number, free text) must reach the SQL as a bind
+ * parameter: for every combination of the other arguments, in both kinds of zone, changing one such
+ * value may change the statement's parameters but never its text. A value spliced in with sql.raw,
+ * sql.lit, sql.id or string concatenation changes the text, and the template is refused.
+ */
+function assertBoundValues(template: AnyTemplate, inputSchema: Tool['inputSchema']): void {
+  const where = `template ${template.name}`;
+  const properties = (inputSchema.properties ?? {}) as Record<string, Record<string, unknown>>;
+  const free = Object.keys(properties).filter((name) => {
+    const property = properties[name]!;
+    return !('enum' in property) && !('const' in property) && property.type !== 'boolean';
+  });
+  const compiler = createCompiler();
+  for (const combination of argumentCombinations(where, template.input, template.examples)) {
+    const parsed = template.input.safeParse(combination);
+    if (!parsed.success) continue;
+    const args = parsed.data as Record<string, unknown>;
+    for (const [field, changed] of changedValues(args, free)) {
+      const other = template.input.safeParse(changed);
+      if (!other.success) continue;
+      for (const timeZone of CHECK_ZONES) {
+        const sql = (values: unknown): string => template.query(compiler, values, { timeZone }).limit(1).compile().sql;
+        if (sql(args) !== sql(other.data)) {
+          throw new ConfigError(
+            `${where}: argument ${field} changes the SQL text, not only its parameters (arguments ${JSON.stringify(args)}, time zone ${timeZone}); ` +
+              'every value must reach SQL as a bind parameter: use Kysely builders or sql`${value}`, never sql.raw, sql.lit, sql.id or string concatenation',
+          );
+        }
+      }
+    }
+  }
+}
+
+/** The arguments with one freely chosen value changed at a time: dates a week later, numbers by one, text by a letter. */
+function changedValues(args: Record<string, unknown>, free: readonly string[]): [string, Record<string, unknown>][] {
+  const variants: [string, Record<string, unknown>][] = [];
+  const shift = (day: unknown): unknown =>
+    typeof day === 'string' && parseDay(day)
+      ? new Date(parseDay(day)!.getTime() + 7 * 86_400_000).toISOString().slice(0, 10)
+      : day;
+  if (free.includes('start_date') && free.includes('end_date') && 'start_date' in args) {
+    variants.push([
+      'start_date/end_date',
+      { ...args, start_date: shift(args.start_date), end_date: shift(args.end_date) },
+    ]);
+  }
+  for (const name of free) {
+    const value = args[name];
+    if (name === 'start_date' || name === 'end_date' || value === undefined) continue;
+    if (typeof value === 'number') {
+      variants.push([name, { ...args, [name]: value + 1 }], [name, { ...args, [name]: value - 1 }]);
+    } else if (typeof value === 'string') {
+      variants.push([name, { ...args, [name]: parseDay(value) ? shift(value) : `${value}x` }]);
+    }
+  }
+  return variants;
+}
+
 function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
   const json = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
   delete json.$schema;
@@ -357,6 +478,14 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, u
  * Added to every result by the registry, so no template can leave it out. Taken before the statement
  * is sent: its snapshot is later, so it holds every commit made before this instant.
  */
+const SUPPRESSED_GROUPS = z
+  .number()
+  .int()
+  .nonnegative()
+  .describe(
+    'Groups left out because they stand for fewer people than the small-group threshold, so that no one can be singled out',
+  );
+
 const DATA_AS_OF = z
   .string()
   .describe(
@@ -366,8 +495,12 @@ const DATA_AS_OF = z
 /** A registered template, with what the registry derives from it once. */
 interface Entry {
   readonly template: AnyTemplate;
-  /** The template's output with data_as_of added. */
+  /** The template's output with data_as_of (and suppressed_groups) added. */
   readonly output: z.ZodType<Record<string, unknown>>;
+  /** The fewest distinct people a grouped row may stand for. */
+  readonly threshold: number;
+  /** True when a column counts distinct people: the result then says how many groups were left out. */
+  readonly suppresses: boolean;
   readonly knownArgs: readonly string[];
   readonly columns: readonly ShapedColumn[];
   /**
@@ -376,7 +509,7 @@ interface Entry {
    */
   readonly statements: Map<string, Statement>;
   /** Where the declared columns sit in the results, by the results' column names (see placeColumns). */
-  readonly placements: Map<string, readonly PlacedColumn[]>;
+  readonly placements: Map<string, Placement>;
 }
 
 const MAX_CACHED_STATEMENTS = 1000;
@@ -495,9 +628,13 @@ async function runTemplate(
     }
 
     try {
-      const rows = shapeRows(entry, result, Math.min(result.rows.length, cap), deps.tokenize);
+      const { rows, suppressed } = shapeRows(entry, result, Math.min(result.rows.length, cap), deps.tokenize);
       const output = template.present(rows, { truncated: result.rows.length > cap }, args, deps.ctx);
-      const checked = entry.output.safeParse({ ...output, data_as_of: dataAsOf });
+      const checked = entry.output.safeParse({
+        ...output,
+        data_as_of: dataAsOf,
+        ...(entry.suppresses ? { suppressed_groups: suppressed } : {}),
+      });
       if (!checked.success) throw new ConfigError(`output does not match its schema: ${checked.error.message}`);
       audit('ok', { row_count: rows.length });
       return successResult(checked.data);
@@ -525,12 +662,12 @@ function successResult(data: Record<string, unknown>): CallToolResult {
   );
 }
 
-/** A declared column with what shaping needs resolved once: its JSON type, mask and token entity. */
+/** A declared column with what shaping needs resolved once: its JSON type, treatment and token entity. */
 interface ShapedColumn {
   readonly alias: string;
   readonly type: ColumnKind;
-  readonly mask: Mask | undefined;
-  /** For a tokenized column: the entity its source identifies ("order", "customer"). */
+  readonly treatment: Treatment;
+  /** For a tokenized column: the entity its source identifies, which prefixes the token. */
   readonly entity: string;
 }
 
@@ -538,7 +675,7 @@ function shapedColumns(template: AnyTemplate): ShapedColumn[] {
   return Object.entries(template.columns).map(([alias, column]) => ({
     alias,
     type: column.type,
-    mask: column.mask,
+    treatment: column.treatment,
     entity:
       sourcesOf(column)
         .map((source) => personalAt(template.personal, source)?.entity)
@@ -551,12 +688,18 @@ interface PlacedColumn extends ShapedColumn {
   readonly index: number;
 }
 
+/** Where the declared columns sit: those that are returned, and the distinct-people count if any. */
+interface Placement {
+  readonly returned: readonly PlacedColumn[];
+  readonly people: PlacedColumn | undefined;
+}
+
 /**
  * Where each declared column sits in a result with these column names. The result's columns must be
  * exactly the declared ones: an undeclared column is refused, whatever its position. A template's
  * statement gives the same names in the same order every time, so the answer is kept for the next call.
  */
-function placeColumns(entry: Entry, names: readonly string[]): readonly PlacedColumn[] {
+function placeColumns(entry: Entry, names: readonly string[]): Placement {
   const key = names.join('\0');
   const known = entry.placements.get(key);
   if (known) return known;
@@ -568,44 +711,73 @@ function placeColumns(entry: Entry, names: readonly string[]): readonly PlacedCo
     if (index === -1) throw new ConfigError(`query did not select declared column ${column.alias}`);
     return { ...column, index };
   });
-  entry.placements.set(key, placed);
-  return placed;
+  const placement: Placement = {
+    returned: placed.filter((c) => c.treatment !== 'drop' && c.treatment !== 'distinct_people'),
+    people: placed.find((c) => c.treatment === 'distinct_people'),
+  };
+  entry.placements.set(key, placement);
+  return placement;
 }
 
-/** Converts each declared column to its JSON type and applies its mask. */
-function shapeRows(entry: Entry, result: RawResult, count: number, tokenize: Tokenizer): ResultRow[] {
-  const plan = placeColumns(entry, result.columns);
-  const rows = new Array<ResultRow>(count);
+/** The rows a template's present() gets, and how many groups were left out as too small. */
+interface ShapedRows {
+  readonly rows: ResultRow[];
+  readonly suppressed: number;
+}
+
+/**
+ * Converts each returned column to its JSON type and applies its treatment; leaves out dropped columns,
+ * and rows that stand for fewer distinct people than the threshold.
+ */
+function shapeRows(entry: Entry, result: RawResult, count: number, tokenize: Tokenizer): ShapedRows {
+  const { returned, people } = placeColumns(entry, result.columns);
+  const rows: ResultRow[] = [];
+  let suppressed = 0;
   for (let r = 0; r < count; r++) {
     const raw = result.rows[r]!;
+    if (people && Number(raw[people.index] ?? 0) < entry.threshold) {
+      suppressed++;
+      continue;
+    }
     const out: ResultRow = {};
-    for (const column of plan) {
+    for (const column of returned) {
       const text = raw[column.index];
       out[column.alias] =
         text === null || text === undefined
           ? null
-          : column.mask === undefined
+          : column.treatment === 'plain'
             ? convert(column.type, text)
-            : applyMask(column, text, tokenize);
+            : treat(column, text, tokenize);
     }
-    rows[r] = out;
+    rows.push(out);
   }
-  return rows;
+  return { rows, suppressed };
 }
 
-function applyMask(column: ShapedColumn, value: string, tokenize: Tokenizer): string {
-  switch (column.mask) {
-    case 'email':
+function treat(column: ShapedColumn, value: string, tokenize: Tokenizer): CellValue {
+  const { treatment } = column;
+  if (typeof treatment === 'object') return bucketOf(convert(column.type, value) as number, treatment.bucket);
+  switch (treatment) {
+    case 'mask_email':
       return maskEmail(value);
     case 'initials':
       return initials(value);
-    case 'last4':
+    case 'mask_phone':
       return lastFourDigits(value);
     case 'token':
       return tokenize(column.entity, value);
     default:
-      return value;
+      return convert(column.type, value);
   }
+}
+
+/** The range an amount falls in, for a model to read: "under 0", "100 to under 500", "500 or more". */
+export function bucketOf(value: number, bounds: readonly [number, ...number[]]): string {
+  if (value < bounds[0]) return `under ${bounds[0]}`;
+  for (let k = 1; k < bounds.length; k++) {
+    if (value < bounds[k]!) return `${bounds[k - 1]} to under ${bounds[k]}`;
+  }
+  return `${bounds.at(-1)} or more`;
 }
 
 /** PostgreSQL's text for a column, as the JSON value of its declared type. */

@@ -20,7 +20,7 @@ import { createRegistry, type AnyTemplate, type ColumnSpec, type QueryContext } 
 type AnyBuilder = ExpressionBuilder<any, any>;
 
 const recent = queryRecentOrders as unknown as AnyTemplate;
-const COMPUTED: ColumnSpec = { type: 'text', source: 'computed' };
+const COMPUTED: ColumnSpec = { type: 'text', source: 'computed', treatment: 'plain' };
 
 /** A template over orders joined to customers that selects one column, `contact`, declared as `declared`. */
 function probe(contact: (eb: AnyBuilder) => AliasableExpression<unknown>, declared = COMPUTED): AnyTemplate {
@@ -192,13 +192,17 @@ describe('item 5: what the check accepts', () => {
     const masked = probe((eb) => eb.fn.coalesce('c.email_masked', sql.lit('')), {
       type: 'text',
       source: 'reporting.customers.email_masked',
-      mask: 'email',
+      treatment: 'mask_email',
     });
     expect(() => createRegistry([masked])).not.toThrow();
   });
 
   it('a count of ids, which returns how many and never an id', () => {
-    const counted = probe((eb) => eb.fn.count('o.customer_id').distinct(), { type: 'integer', source: 'computed' });
+    const counted = probe((eb) => eb.fn.count('o.customer_id').distinct(), {
+      type: 'integer',
+      source: 'computed',
+      treatment: 'plain',
+    });
     expect(() => createRegistry([counted])).not.toThrow();
   });
 
@@ -206,7 +210,7 @@ describe('item 5: what the check accepts', () => {
     const mixed = probe((eb) => eb('c.email_masked', '||', eb.ref('c.phone_last4')), {
       type: 'text',
       source: ['reporting.customers.email_masked', 'reporting.customers.phone_last4'],
-      mask: 'email',
+      treatment: 'mask_email',
     });
     expect(() => createRegistry([mixed])).toThrow(/column contact combines personal columns that need different masks/);
   });

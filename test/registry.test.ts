@@ -64,14 +64,22 @@ describe('a template that breaks the contract is refused at start-up', () => {
     const { customer_email: _email, ...rest } = recent.columns;
     expect(() =>
       createRegistry([
-        withColumns({ ...rest, customer_email: { type: 'text', source: 'reporting.customers.email_masked' } }),
+        withColumns({
+          ...rest,
+          customer_email: { type: 'text', source: 'reporting.customers.email_masked', treatment: 'plain' },
+        }),
       ]),
-    ).toThrow(/customer_email returns personal data .* must declare mask "email"/);
+    ).toThrow(/customer_email returns personal data .* must declare treatment "mask_email"/);
   });
 
   it('when it returns an internal id raw', () => {
     expect(() =>
-      createRegistry([withColumns({ ...recent.columns, order_ref: { type: 'text', source: 'reporting.orders.id' } })]),
+      createRegistry([
+        withColumns({
+          ...recent.columns,
+          order_ref: { type: 'text', source: 'reporting.orders.id', treatment: 'plain' },
+        }),
+      ]),
     ).toThrow(ConfigError);
   });
 
@@ -80,28 +88,35 @@ describe('a template that breaks the contract is refused at start-up', () => {
       createRegistry([
         withColumns({
           ...recent.columns,
-          customer_email: { type: 'text', source: 'reporting.customers.email_masked', mask: 'last4' },
+          customer_email: { type: 'text', source: 'reporting.customers.email_masked', treatment: 'mask_phone' },
         }),
       ]),
-    ).toThrow(/must declare mask "email"/);
+    ).toThrow(/must declare treatment "mask_email"/);
   });
 
   it('when a computed column looks personal', () => {
     expect(() =>
-      createRegistry([withColumns({ ...recent.columns, customer_email: { type: 'text', source: 'computed' } })]),
+      createRegistry([
+        withColumns({ ...recent.columns, customer_email: { type: 'text', source: 'computed', treatment: 'plain' } }),
+      ]),
     ).toThrow(/looks personal/);
   });
 
   it('when it selects a personal column but declares it computed', () => {
     expect(() =>
-      createRegistry([withColumns({ ...recent.columns, order_ref: { type: 'text', source: 'computed' } })]),
+      createRegistry([
+        withColumns({ ...recent.columns, order_ref: { type: 'text', source: 'computed', treatment: 'plain' } }),
+      ]),
     ).toThrow(/column order_ref selects reporting\.orders\.id but declares source computed/);
   });
 
   it('when it declares a source it does not select', () => {
     expect(() =>
       createRegistry([
-        withColumns({ ...recent.columns, customer_region: { type: 'text', source: 'reporting.orders.status' } }),
+        withColumns({
+          ...recent.columns,
+          customer_region: { type: 'text', source: 'reporting.orders.status', treatment: 'plain' },
+        }),
       ]),
     ).toThrow(
       /column customer_region selects reporting\.customers\.region but declares source reporting\.orders\.status/,

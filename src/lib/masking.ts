@@ -1,20 +1,23 @@
 /**
  * Desensitizing functions. Each is idempotent (masking a masked value changes nothing), so the
- * server can apply them on top of the masking the `reporting` views already do at the source.
+ * server can apply them on top of the masking a pack's views already do at the source.
  */
 import { createHmac } from 'node:crypto';
 import type { PersonalKind } from '../pack.js';
 import { memoize } from './memo.js';
 
-export type Mask = 'token' | 'initials' | 'email' | 'last4';
+/** The treatments that make a personal value safe to return: each kind of personal data has one. */
+export type Mask = 'token' | 'initials' | 'mask_email' | 'mask_phone';
 
 /** The one mask that makes each kind of personal data safe. */
 export const MASK_FOR: Record<PersonalKind, Mask> = {
   internal_id: 'token',
   name: 'initials',
-  email: 'email',
-  phone: 'last4',
+  email: 'mask_email',
+  phone: 'mask_phone',
 };
+
+export const MASKS: readonly Mask[] = Object.values(MASK_FOR);
 
 const ALREADY_INITIALS = /^(?:\p{Lu}\.)+$/u;
 const FOUR_DIGITS = /^\d{4}$/;
@@ -23,7 +26,7 @@ const ALREADY_MASKED_EMAIL = /^(?:[^@]\*\*\*@[^@]+|\*\*\*)$/;
 
 /** "jane.doe@example.com" -> "j***@example.com"; anything without a usable @ becomes "***". */
 export function maskEmail(value: string): string {
-  if (ALREADY_MASKED_EMAIL.test(value)) return value; // what the reporting view sends
+  if (ALREADY_MASKED_EMAIL.test(value)) return value; // what a masking view sends
   const at = value.lastIndexOf('@');
   if (at < 1 || at === value.length - 1) return '***';
   return `${value[0]}***@${value.slice(at + 1)}`;
@@ -31,14 +34,14 @@ export function maskEmail(value: string): string {
 
 /** "Jane van Doe" -> "J.V.D."; "J.D." stays "J.D.". */
 export function initials(value: string): string {
-  if (ALREADY_INITIALS.test(value)) return value; // what the reporting view sends: nothing to split
+  if (ALREADY_INITIALS.test(value)) return value; // what a masking view sends: nothing to split
   const parts = value.split(/[\s.\-']+/u).filter((part) => part.length > 0);
   return parts.map((part) => `${[...part][0]!.toUpperCase()}.`).join('');
 }
 
 /** "+1 (555) 010-2345" -> "2345": the last four digits only. */
 export function lastFourDigits(value: string): string {
-  if (FOUR_DIGITS.test(value)) return value; // what the reporting view sends
+  if (FOUR_DIGITS.test(value)) return value; // what a masking view sends
   return value.replace(/\D/g, '').slice(-4);
 }
 

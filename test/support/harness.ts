@@ -10,7 +10,7 @@ import { connectReader, type ReaderDatabase } from '../../src/db/connect.js';
 import { createCallLimits, type LimitsOptions } from '../../src/limits.js';
 import { createTokenizer } from '../../src/lib/masking.js';
 import { createLogger } from '../../src/logger.js';
-import { createRegistry, type AnyTemplate, type Caller } from '../../src/registry.js';
+import { createRegistry, type AnyTemplate, type Caller, type Registry } from '../../src/registry.js';
 import { createServer } from '../../src/server.js';
 
 export interface HarnessOptions {
@@ -20,6 +20,8 @@ export interface HarnessOptions {
   readonly tokenKey?: string;
   readonly applicationName?: string;
   readonly templates?: readonly AnyTemplate[];
+  /** A registry built by the test (with its own options); otherwise one of `templates`. */
+  readonly registry?: Registry;
   readonly caller?: Caller;
   readonly audit?: AuditLog;
   readonly limits?: Partial<LimitsOptions>;
@@ -50,7 +52,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   );
   const server = createServer(
     {
-      registry: createRegistry(options.templates ?? templates),
+      registry: options.registry ?? createRegistry(options.templates ?? templates),
       db: reader,
       tokenize: createTokenizer(options.tokenKey ?? 'test-token-key'),
       logger,
