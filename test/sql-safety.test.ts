@@ -1,8 +1,9 @@
 /**
- * Values reach SQL only as bind parameters. A scan of the template code refuses raw SQL builders and
- * SQL text built by string concatenation; the compiled queries are checked in registry.test.ts.
+ * Values reach SQL only as bind parameters. A scan of every pack's code refuses raw SQL builders and
+ * SQL text built by string concatenation; the registry itself refuses, at start-up, a template whose
+ * SQL text changes with a value (test/treatments.test.ts).
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
@@ -14,7 +15,7 @@ function unsafeSqlBuilding(source: string): string[] {
     [/\.\s*raw\s*\(/g, 'a raw() call'],
     // A template literal that is not tagged `sql` but interpolates into SQL-looking text.
     [
-      /(?<![\w.]sql|\bsql)`[^`]*\b(select|insert|update|delete|where|from|join|order by|group by)\b[^`]*\$\{/gi,
+      /(?<![\w.]sql(?:<[^`<>]*(?:<[^`<>]*>)?[^`<>]*>)?|\bsql(?:<[^`<>]*(?:<[^`<>]*>)?[^`<>]*>)?)`[^`]*\b(select|insert|update|delete|where|from|join|order by|group by)\b[^`]*\$\{/gi,
       'SQL text built with a template literal',
     ],
     [/['"][^'"\n]*\b(select|where|from)\b[^'"\n]*['"]\s*\+/gi, 'SQL text built by concatenation'],
@@ -26,8 +27,18 @@ function unsafeSqlBuilding(source: string): string[] {
   return findings;
 }
 
+/** The folders of every pack: the sales pack at the top, the examples under examples/. */
+const PACK_ROOTS = ['.', ...readdirSync('examples').map((name) => join('examples', name))];
+
 const TEMPLATE_CODE = [
-  ...readdirSync('queries').map((f) => join('queries', f)),
+  ...PACK_ROOTS.flatMap((root) =>
+    ['pack', 'queries']
+      .map((dir) => join(root, dir))
+      .filter((dir) => existsSync(dir))
+      .flatMap((dir) => readdirSync(dir).map((f) => join(dir, f)))
+      // The demo seed runs as the admin on the pack's own constants, never on a caller's value.
+      .filter((file) => !file.endsWith('seed.ts')),
+  ),
   'src/db/range-sql.ts',
   'src/db/connect.ts',
 ];
@@ -43,6 +54,14 @@ describe('the template code', () => {
     ];
     for (const line of bad) expect(unsafeSqlBuilding(line), line).not.toEqual([]);
     expect(unsafeSqlBuilding("sql<string>`round(sum(${eb.ref('o.total_amount')}), 2)`")).toEqual([]);
+    // A typed fragment is still the sql tag: its values are parameters, whatever words it holds.
+    expect(unsafeSqlBuilding("sql<string>`(select max(x) from t where t.a = ${eb.ref('o.a')})`")).toEqual([]);
+    expect(unsafeSqlBuilding('sql<Record<string, number>>`select 1 from t where a = ${v}`')).toEqual([]);
+  });
+
+  it('reads the code of every pack', () => {
+    expect(TEMPLATE_CODE).toContain(join('queries', 'query-sales.ts'));
+    expect(TEMPLATE_CODE).toContain(join('pack', 'range-sql.ts'));
   });
 
   it.each(TEMPLATE_CODE)('%s builds no SQL from strings', (file) => {
