@@ -1,0 +1,673 @@
+/**
+ * The contract every template gets for free: rules written once, as functions that return what a
+ * template breaks ({ rule, template, message, fix }), so that test/contract.test.ts can loop over every
+ * template of every pack and a failure says which rule and how to fix it. Each rule is also run on a
+ * template broken on purpose (in the suite), so none can pass by finding nothing to check.
+ */
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { createCompiler } from '../../src/db/connect.js';
+import type { PlanCost } from '../../src/db/doctor.js';
+import { argumentCombinations } from '../../src/lib/argument-combinations.js';
+import { MAX_ROWS } from '../../src/lib/arguments.js';
+import { MAX_RANGE_DAYS } from '../../src/lib/date-range.js';
+import { widestArguments } from '../../src/lib/widest-arguments.js';
+import type { Pack } from '../../src/pack.js';
+import { createRegistry, type AnyTemplate, type ColumnSpec } from '../../src/registry.js';
+
+export interface Violation {
+  /** The rule broken, as the suite's test names say it. */
+  readonly rule: string;
+  readonly template: string;
+  readonly message: string;
+  /** What to change so the rule holds. */
+  readonly fix: string;
+}
+
+/** A tool call through a real MCP client. */
+export type Call = (name: string, args: Record<string, unknown>) => Promise<CallToolResult>;
+
+/** The assertion message: every violation with its fix, one per paragraph. */
+export function explainViolations(violations: readonly Violation[]): string {
+  return violations.map((v) => `[${v.rule}] ${v.template}: ${v.message}\n  fix: ${v.fix}`).join('\n\n');
+}
+
+const DAY_MS = 86_400_000;
+const addDays = (day: string, n: number): string =>
+  new Date(Date.parse(`${day}T00:00:00Z`) + n * DAY_MS).toISOString().slice(0, 10);
+const ISO_DAY_PATTERN = '^\\d{4}-\\d{2}-\\d{2}$';
+
+interface Property {
+  readonly type?: string;
+  readonly enum?: readonly unknown[];
+  readonly pattern?: string;
+  readonly minimum?: number;
+  readonly maximum?: number;
+  readonly anyOf?: readonly Property[];
+}
+
+/** The arguments of a tool by kind, read from the input schema `tools/list` gives. */
+export interface ArgumentKinds {
+  readonly dates: readonly string[];
+  readonly enums: ReadonlyArray<{ readonly name: string; readonly values: readonly string[] }>;
+  readonly numbers: ReadonlyArray<{
+    readonly name: string;
+    readonly integer: boolean;
+    readonly minimum?: number;
+    readonly maximum?: number;
+  }>;
+  readonly texts: readonly string[];
+  /** start_date and end_date, the shared date range. */
+  readonly range: boolean;
+}
+
+export function argumentKinds(tool: Tool): ArgumentKinds {
+  const properties = (tool.inputSchema.properties ?? {}) as Record<string, Property>;
+  const dates: string[] = [];
+  const enums: { name: string; values: string[] }[] = [];
+  const numbers: { name: string; integer: boolean; minimum?: number; maximum?: number }[] = [];
+  const texts: string[] = [];
+  for (const [name, property] of Object.entries(properties)) {
+    const values = property.enum ?? property.anyOf?.flatMap((p) => p.enum ?? []);
+    if (values && values.length > 0) enums.push({ name, values: values.map(String) });
+    else if (property.type === 'string' && property.pattern === ISO_DAY_PATTERN) dates.push(name);
+    else if (property.type === 'integer' || property.type === 'number') {
+      numbers.push({
+        name,
+        integer: property.type === 'integer',
+        minimum: property.minimum,
+        maximum: property.maximum,
+      });
+    } else if (property.type === 'string') texts.push(name);
+  }
+  return { dates, enums, numbers, texts, range: dates.includes('start_date') && dates.includes('end_date') };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The description is long enough to choose by.
+
+export const MIN_DESCRIPTION = 120;
+
+export function descriptionViolations(template: AnyTemplate, tool: Tool): Violation[] {
+  const rule = 'description';
+  const found: Violation[] = [];
+  const own = template.description.trim();
+  if (own.length < MIN_DESCRIPTION) {
+    found.push({
+      rule,
+      template: template.name,
+      message: `the description has ${own.length} characters; a model needs at least ${MIN_DESCRIPTION} to choose between tools`,
+      fix: 'say what the tool answers, when to use it ("Use it for ..."), what it leaves out and its limits',
+    });
+  }
+  if (!/\buse (it|this tool)\b/i.test(own)) {
+    found.push({
+      rule,
+      template: template.name,
+      message: 'the description does not say when to use the tool',
+      fix: 'add a sentence starting "Use it for ..." with two or three questions it answers',
+    });
+  }
+  const shown = /Example input: (\{[^}]*\})/.exec(tool.description ?? '');
+  let example: unknown;
+  try {
+    example = shown ? JSON.parse(shown[1]!) : undefined;
+  } catch {
+    example = undefined;
+  }
+  if (example === undefined || !template.input.safeParse(example).success) {
+    found.push({
+      rule,
+      template: template.name,
+      message: `the listed description shows no valid example input (${shown ? shown[1] : 'none'})`,
+      fix: 'give `examples` argument sets a model would send; the registry appends the first two to the description',
+    });
+  }
+  return found;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Argument edges are enforced, through a real client.
+
+interface Refusal {
+  readonly label: string;
+  readonly args: Record<string, unknown>;
+  readonly field: string;
+  readonly rule: RegExp;
+}
+
+/** The calls each tool must refuse, derived from its input schema, each with the field and rule the refusal must name. */
+export function refusalsFor(template: AnyTemplate, tool: Tool): Refusal[] {
+  const kinds = argumentKinds(tool);
+  const base = { ...template.examples[0] };
+  const refusals: Refusal[] = [];
+  if (kinds.range && typeof base.start_date === 'string') {
+    const start = base.start_date;
+    refusals.push({
+      label: `a range of ${MAX_RANGE_DAYS + 1} days`,
+      args: { ...base, end_date: addDays(start, MAX_RANGE_DAYS) },
+      field: 'end_date',
+      rule: new RegExp(`at most ${MAX_RANGE_DAYS} days`),
+    });
+    refusals.push({
+      label: 'an end before the start',
+      args: { ...base, end_date: addDays(start, -1) },
+      field: 'end_date',
+      rule: /before/,
+    });
+  }
+  for (const name of kinds.dates) {
+    refusals.push({
+      label: `${name} not a real day`,
+      args: { ...base, [name]: '2025-02-30' },
+      field: name,
+      rule: /not a real calendar day/,
+    });
+    refusals.push({
+      label: `${name} not in YYYY-MM-DD form`,
+      args: { ...base, [name]: '2025-3-01' },
+      field: name,
+      rule: /YYYY-MM-DD/,
+    });
+  }
+  for (const { name, values } of kinds.enums) {
+    refusals.push({
+      label: `${name} outside its set`,
+      args: { ...base, [name]: 'qg_not_a_value' },
+      field: name,
+      // Every allowed value, in any order, so the model can pick one.
+      rule: new RegExp(values.map((v) => `(?=[^]*\\b${v.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\b)`).join('')),
+    });
+  }
+  for (const { name, integer, minimum, maximum } of kinds.numbers) {
+    if (minimum !== undefined) {
+      refusals.push({
+        label: `${name} ${minimum - 1}, below its minimum`,
+        args: { ...base, [name]: minimum - 1 },
+        field: name,
+        rule: new RegExp(`(at least |>= ?)${minimum}\\b`),
+      });
+    }
+    if (maximum !== undefined) {
+      refusals.push({
+        label: `${name} ${maximum + 1}, above its maximum`,
+        args: { ...base, [name]: maximum + 1 },
+        field: name,
+        rule: new RegExp(`(at most |<= ?)${maximum}\\b`),
+      });
+    }
+    if (integer) {
+      refusals.push({
+        label: `${name} not a whole number`,
+        args: { ...base, [name]: (minimum ?? 0) + 1.5 },
+        field: name,
+        rule: /whole number|integer/,
+      });
+    }
+  }
+  refusals.push({
+    label: 'an unknown argument',
+    args: { ...base, qg_no_such_argument: 1 },
+    field: 'qg_no_such_argument',
+    rule: /not a known argument/,
+  });
+  return refusals;
+}
+
+export async function argumentEdgeViolations(call: Call, template: AnyTemplate, tool: Tool): Promise<Violation[]> {
+  const found: Violation[] = [];
+  for (const refusal of refusalsFor(template, tool)) {
+    const result = await call(template.name, refusal.args);
+    const text = textOf(result);
+    const problem = !result.isError
+      ? 'was accepted'
+      : result.structuredContent !== undefined
+        ? 'was refused but still carries structured content'
+        : !new RegExp(`\\b${refusal.field}\\b`).test(text)
+          ? `was refused without naming ${refusal.field}: ${JSON.stringify(text)}`
+          : !refusal.rule.test(text)
+            ? `was refused without saying the rule (${refusal.rule.source}): ${JSON.stringify(text)}`
+            : undefined;
+    if (problem) {
+      found.push({
+        rule: 'argument edges',
+        template: template.name,
+        message: `${refusal.label} ${JSON.stringify(refusal.args)} ${problem}`,
+        fix: 'build the input from the shared argument types (dateRangeFields with checkDateRange, oneOf, rowLimit) in z.strictObject, whose messages name the field and the rule',
+      });
+    }
+  }
+  return found;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Every personal column has a treatment.
+
+/** A column's treatment: `treatment` once the registry has it, `mask` before. */
+export function treatmentOf(column: ColumnSpec): unknown {
+  const loose = column as { treatment?: unknown; mask?: unknown };
+  return loose.treatment ?? loose.mask;
+}
+
+/** The declared personal column a source names ("table.column" matches it in any schema, as the registry reads it). */
+function personalKey(pack: Pack, source: string): string | undefined {
+  return Object.keys(pack.personalColumns).find(
+    (key) => key === source || (source.split('.').length === 2 && key.endsWith(`.${source}`)),
+  );
+}
+
+export function sourcesOf(column: ColumnSpec): readonly string[] {
+  if (column.source === 'computed') return [];
+  return typeof column.source === 'string' ? [column.source] : column.source;
+}
+
+export function treatmentViolations(pack: Pack, template: AnyTemplate): Violation[] {
+  const rule = 'personal columns';
+  const found: Violation[] = [];
+  try {
+    createRegistry([template]);
+  } catch (err) {
+    found.push({
+      rule,
+      template: template.name,
+      message: `the registry refuses it: ${(err as Error).message}`,
+      fix: 'do what the message says; the registry checks every argument combination at start-up',
+    });
+  }
+  if (JSON.stringify(template.personal) !== JSON.stringify(pack.personalColumns)) {
+    found.push({
+      rule,
+      template: template.name,
+      message: `its personal-column declarations are not pack ${pack.name}'s`,
+      fix: "write the template with the pack's own defineTemplate (pack/kit.ts), so it is held to the pack's personal columns",
+    });
+  }
+  for (const [alias, column] of Object.entries(template.columns)) {
+    const personal = sourcesOf(column).flatMap((source) => personalKey(pack, source) ?? []);
+    const treatment = treatmentOf(column);
+    if (personal.length > 0 && (treatment === undefined || treatment === 'plain')) {
+      found.push({
+        rule,
+        template: template.name,
+        message: `column ${alias} comes from personal column ${personal.join(', ')} and declares no treatment`,
+        fix: `declare the treatment of ${alias} (mask_email, mask_phone, initials, token, drop, a bucket) in its columns entry`,
+      });
+    }
+  }
+  return found;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Every input value reaches the compiled SQL as a bind parameter, never in its text.
+
+/** Days no template puts in its SQL by itself: a 70-day range in 1987. */
+export const SENTINEL_DAYS = ['1987-06-13', '1987-08-21'] as const;
+const SENTINEL_TEXT = 'qgSentinel7Q';
+const ZONES = ['UTC', 'Asia/Kolkata'];
+
+function sentinelNumber(minimum: number | undefined, maximum: number | undefined, integer: boolean): number {
+  const [low, high] = [minimum ?? 0, maximum ?? 10_000];
+  const value = low + (high - low) * 0.77;
+  return integer ? Math.round(value) : value;
+}
+
+/** Parameter values as text: arrays flattened, dates as ISO 8601. */
+function parameterTexts(parameters: readonly unknown[]): string[] {
+  return parameters.flatMap((p) =>
+    Array.isArray(p) ? parameterTexts(p) : [p instanceof Date ? p.toISOString() : String(p)],
+  );
+}
+
+const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+export function bindParameterViolations(template: AnyTemplate, tool: Tool): Violation[] {
+  const rule = 'bind parameters';
+  const kinds = argumentKinds(tool);
+  const compiler = createCompiler();
+  const found = new Map<string, Violation>();
+  const flag = (key: string, message: string, fix: string): void => {
+    if (!found.has(key)) found.set(key, { rule, template: template.name, message, fix });
+  };
+  let checked = 0;
+  for (const combination of argumentCombinations(`template ${template.name}`, template.input, template.examples)) {
+    const args: Record<string, unknown> = { ...combination };
+    const sentinels: { name: string; value: string | number; day?: boolean }[] = [];
+    kinds.dates
+      .filter((name) => name in args)
+      .slice(0, SENTINEL_DAYS.length)
+      .forEach((name, i) => sentinels.push({ name, value: SENTINEL_DAYS[i]!, day: true }));
+    for (const { name, integer, minimum, maximum } of kinds.numbers) {
+      if (name in args) sentinels.push({ name, value: sentinelNumber(minimum, maximum, integer) });
+    }
+    for (const name of kinds.texts) if (name in args) sentinels.push({ name, value: SENTINEL_TEXT });
+    for (const { name, value } of sentinels) args[name] = value;
+    const parsed = template.input.safeParse(args);
+    if (!parsed.success) continue; // a combination the schema refuses is never compiled for a caller either
+    const data = parsed.data as Record<string, unknown>;
+    for (const timeZone of ZONES) {
+      const cap = Math.min(template.rowLimit?.(data) ?? MAX_ROWS, MAX_ROWS);
+      const { sql, parameters } = template
+        .query(compiler, data, { timeZone })
+        .limit(cap + 1)
+        .compile();
+      const params = parameterTexts(parameters);
+      checked++;
+      for (const { name, value, day } of sentinels) {
+        const inText = day
+          ? sql.includes(String(value)) || sql.includes(String(value).slice(0, 4))
+          : new RegExp(`(?<![\\w$.])${escape(String(value))}(?![\\w.])`).test(sql);
+        if (inText) {
+          flag(
+            `${name} text`,
+            `argument ${name} (${JSON.stringify(value)}) is written into the SQL text (arguments ${JSON.stringify(data)}, time zone ${timeZone})`,
+            'pass every value through the builder (where(col, op, value), eb.val(), sql`${value}`), never sql.raw, sql.lit or string concatenation',
+          );
+        }
+        if (timeZone !== 'UTC') continue; // elsewhere a day's start is another day's date
+        const carried = day
+          ? params.some((p) => p.includes(String(value)) || p.includes(addDays(String(value), 1)))
+          : params.includes(String(value)) || (template.rowLimit?.(data) === value && params.includes(String(cap + 1)));
+        if (!carried) {
+          flag(
+            `${name} parameter`,
+            `argument ${name} (${JSON.stringify(value)}) reaches no bind parameter (arguments ${JSON.stringify(data)}); parameters ${JSON.stringify(params).slice(0, 300)}`,
+            'use the argument in the query as a bound value, or drop it from the input if the SQL does not depend on it',
+          );
+        }
+      }
+      for (const { name } of kinds.enums) {
+        const value = data[name];
+        if (typeof value === 'string' && sql.includes(`'${value}'`)) {
+          flag(
+            `${name} literal`,
+            `argument ${name} ("${value}") is written into the SQL text as a literal (time zone ${timeZone})`,
+            'compare with the value as a bind parameter (where(col, "=", args.x)), or choose a branch of the builder by it',
+          );
+        }
+      }
+    }
+  }
+  if (checked === 0) {
+    flag(
+      'none',
+      'no argument combination could be compiled with sentinel values, so nothing was checked',
+      'give the template examples that validate, with dates, numbers and texts the sentinels can replace',
+    );
+  }
+  return [...found.values()];
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Results validate against the output schema.
+
+const ajv = new Ajv2020({ allErrors: true, strict: false });
+const validators = new Map<Tool, ReturnType<typeof ajv.compile>>();
+
+export function outputViolations(
+  template: AnyTemplate,
+  tool: Tool,
+  label: string,
+  result: CallToolResult,
+): Violation[] {
+  const rule = 'output schema';
+  if (result.isError || result.structuredContent === undefined) {
+    return [
+      {
+        rule,
+        template: template.name,
+        message: `${label} failed: ${textOf(result)}`,
+        fix: 'the call must succeed: check the query against the test data, and the server log for the cause',
+      },
+    ];
+  }
+  let validate = validators.get(tool);
+  if (!validate) validators.set(tool, (validate = ajv.compile(tool.outputSchema ?? {})));
+  if (validate(result.structuredContent)) return [];
+  return [
+    {
+      rule,
+      template: template.name,
+      message: `${label} returned structuredContent that breaks its outputSchema: ${ajv.errorsText(validate.errors)}`,
+      fix: 'make present() return exactly what the output schema declares',
+    },
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The row cap and `truncated` are right.
+
+interface RowsEnvelope {
+  readonly rows: unknown[];
+  readonly row_count: number;
+  readonly truncated: boolean;
+}
+
+/** True when the tool's output is a capped list of rows (rowsEnvelope). */
+export function returnsRows(tool: Tool): boolean {
+  const properties = (tool.outputSchema?.properties ?? {}) as Record<string, unknown>;
+  return 'rows' in properties && 'row_count' in properties && 'truncated' in properties;
+}
+
+/** The argument that bounds the rows returned: the one rowLimit reflects, or one named `limit`. */
+export function limitArgument(template: AnyTemplate, tool: Tool, sample: Record<string, unknown>): string | undefined {
+  const bounded = argumentKinds(tool).numbers.filter((n) => n.integer && n.maximum !== undefined);
+  const reflected = bounded.find(({ name, minimum }) => {
+    const value = (minimum ?? 1) + 1;
+    const parsed = template.input.safeParse({ ...sample, [name]: value });
+    return parsed.success && template.rowLimit?.(parsed.data) === value;
+  });
+  return reflected?.name ?? bounded.find((n) => n.name === 'limit')?.name;
+}
+
+/** How many rows a template's query yields for some arguments, counted outside the server. */
+export type CountRows = (statement: { sql: string; parameters: readonly unknown[] }) => Promise<number>;
+
+/** The template's SQL with no cap, as the registry would run it in UTC, for an independent count. */
+export function uncappedStatement(
+  template: AnyTemplate,
+  args: Record<string, unknown>,
+): { sql: string; parameters: readonly unknown[] } {
+  return template.query(createCompiler(), args, { timeZone: 'UTC' }).limit(1_000_000_000).compile();
+}
+
+/**
+ * What this generic check can know: the number of rows the template's own SQL yields (counted through
+ * the admin connection, outside the server's cap and present()), so that row_count must be that number
+ * or the cap, and `truncated` must be true when more rows matched than the cap. What it cannot know:
+ * whether the SQL itself selects the right rows (the template's end-to-end test computes its figures
+ * independently), and whether a `truncated: true` that present() sets on its own (a per-group limit)
+ * is right beyond "a wider call returns more rows". A template without a limit argument is only
+ * truncated if the test data holds more than MAX_ROWS rows over the widest range.
+ */
+export async function rowCapViolations(
+  call: Call,
+  countRows: CountRows,
+  template: AnyTemplate,
+  tool: Tool,
+  lastDay: string,
+): Promise<Violation[]> {
+  const rule = 'row cap';
+  const found: Violation[] = [];
+  const flag = (message: string, fix: string): void => void found.push({ rule, template: template.name, message, fix });
+  const checkCall = async (args: Record<string, unknown>): Promise<RowsEnvelope | undefined> => {
+    const parsed = template.input.parse(args) as Record<string, unknown>;
+    const result = await call(template.name, args);
+    if (result.isError) {
+      flag(`the call ${JSON.stringify(args)} failed: ${textOf(result)}`, 'the call must succeed over the test data');
+      return undefined;
+    }
+    const out = result.structuredContent as unknown as RowsEnvelope;
+    const matched = await countRows(uncappedStatement(template, parsed));
+    const cap = Math.min(template.rowLimit?.(parsed) ?? MAX_ROWS, MAX_ROWS);
+    const call_ = `the call ${JSON.stringify(args)}`;
+    if (out.row_count !== out.rows.length) {
+      flag(
+        `${call_} says row_count ${out.row_count} but returns ${out.rows.length} rows`,
+        'set row_count to rows.length in present()',
+      );
+    }
+    if (out.rows.length !== Math.min(matched, cap)) {
+      flag(
+        `${call_} returned ${out.rows.length} rows where its query yields ${matched} and the cap is ${cap}`,
+        'return every row the registry hands present(), and let rowLimit say how many the caller asked for',
+      );
+    }
+    if (matched > cap && !out.truncated) {
+      flag(
+        `${call_} says truncated: false, but its query yields ${matched} rows and ${cap} were returned`,
+        'set truncated from the page the registry gives present() (page.truncated)',
+      );
+    }
+    return out;
+  };
+
+  const widest = widestArguments(template, lastDay) as Record<string, unknown>[];
+  if (widest.length === 0) {
+    flag('no widest call could be derived from the input schema', 'give the template examples that validate');
+    return found;
+  }
+  let fullest: { args: Record<string, unknown>; rows: number } | undefined;
+  for (const args of widest) {
+    const out = await checkCall(args);
+    if (out && (!fullest || out.row_count > fullest.rows)) fullest = { args, rows: out.row_count };
+  }
+  const limit = limitArgument(template, tool, widest[0]!);
+  if (limit === undefined || !fullest) return found;
+  if (fullest.rows < 2) {
+    flag(
+      `the widest calls return at most ${fullest.rows} row, so a smaller ${limit} cannot be seen to cut them`,
+      'seed the test data so that the widest range holds several rows for this template',
+    );
+    return found;
+  }
+  const minimum = argumentKinds(tool).numbers.find((n) => n.name === limit)?.minimum ?? 1;
+  const small = Math.max(minimum, Math.min(3, fullest.rows - 1));
+  const out = await checkCall({ ...fullest.args, [limit]: small });
+  if (!out) return found;
+  const call_ = `the call with ${limit} ${small}`;
+  if (template.rowLimit && out.row_count > small) {
+    flag(
+      `${call_} returned ${out.row_count} rows`,
+      `rowLimit must return args.${limit}, and the query must not add rows`,
+    );
+  }
+  if (out.row_count === small && fullest.rows > small && !out.truncated) {
+    flag(
+      `${call_} returned ${small} rows and says truncated: false, though the same range gives ${fullest.rows} rows at the widest ${limit}`,
+      'set truncated from page.truncated (or true when your own per-group limit cut rows)',
+    );
+  }
+  if (out.truncated && fullest.rows <= out.row_count) {
+    flag(
+      `${call_} says truncated: true, but the widest ${limit} returns no more rows (${fullest.rows})`,
+      'truncated must be true only when more rows matched than were returned',
+    );
+  }
+  return found;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// EXPLAIN over the widest allowed arguments stays under the pack's ceiling.
+
+export function planViolations(plan: PlanCost): Violation[] {
+  const rule = 'plan cost';
+  if (plan.totalCost === undefined) {
+    return [
+      {
+        rule,
+        template: plan.tool,
+        message: `EXPLAIN over its widest arguments failed: ${plan.error}`,
+        fix: 'the reader must be able to plan the query: grant the columns it reads (a migration), or fix the SQL',
+      },
+    ];
+  }
+  if (plan.totalCost <= plan.maxCost) return [];
+  return [
+    {
+      rule,
+      template: plan.tool,
+      message: `its plan costs ${plan.totalCost.toFixed(2)} over the widest arguments ${JSON.stringify(plan.args)}, above the pack's maxPlanCost ${plan.maxCost}`,
+      fix: 'add an index or a rollup, narrow the template, or raise the pack maxPlanCost with the reason in a comment',
+    },
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Small groups are suppressed.
+
+/** True when a column counts the distinct people behind a grouped row. */
+export function countsPeople(column: ColumnSpec): boolean {
+  return treatmentOf(column) === 'distinct_people';
+}
+
+export function declaresPeopleCount(template: AnyTemplate): boolean {
+  return Object.values(template.columns).some(countsPeople);
+}
+
+/**
+ * The templates with the pack's small-group threshold set to k. Assumes the threshold reaches the
+ * registry on each template, as the personal columns do through the pack's kit; if the registry takes
+ * it another way, this is the one place to change.
+ */
+export function withSmallGroupThreshold(templates: readonly AnyTemplate[], k: number): AnyTemplate[] {
+  return templates.map((t) => ({ ...t, smallGroupThreshold: k }) as AnyTemplate);
+}
+
+interface GroupedResult {
+  readonly rows?: unknown[];
+  readonly row_count?: number;
+  readonly truncated?: boolean;
+  readonly suppressed_groups?: number;
+}
+
+/** `callAt(k)` calls the template on a server whose small-group threshold is k. */
+export async function smallGroupViolations(
+  callAt: (k: number, args: Record<string, unknown>) => Promise<CallToolResult>,
+  template: AnyTemplate,
+): Promise<Violation[]> {
+  const rule = 'small groups';
+  const found: Violation[] = [];
+  const flag = (message: string, fix: string): void => void found.push({ rule, template: template.name, message, fix });
+  let seen = 0;
+  for (const args of template.examples) {
+    const open = await callAt(1, args);
+    if (open.isError) {
+      flag(`${JSON.stringify(args)} with threshold 1 failed: ${textOf(open)}`, 'the example must succeed');
+      continue;
+    }
+    const all = open.structuredContent as GroupedResult;
+    const groups = all.rows?.length ?? 0;
+    if (all.suppressed_groups !== 0) {
+      flag(
+        `${JSON.stringify(args)} with threshold 1 suppressed ${String(all.suppressed_groups)} groups; every group has at least one person`,
+        'leave out only groups whose distinct_people count is below the threshold, and report suppressed_groups',
+      );
+    }
+    if (groups === 0 || all.truncated) continue; // nothing to suppress, or not all groups seen
+    seen++;
+    const closed = await callAt(1_000_000, args);
+    const none = closed.structuredContent as GroupedResult | undefined;
+    if (closed.isError || none === undefined) {
+      flag(
+        `${JSON.stringify(args)} with a threshold above every group failed: ${textOf(closed)}`,
+        'the call must succeed',
+      );
+    } else if ((none.rows?.length ?? 0) !== 0 || none.suppressed_groups !== groups) {
+      flag(
+        `${JSON.stringify(args)} with a threshold above every group returned ${none.rows?.length} rows and suppressed_groups ${String(none.suppressed_groups)}; expected 0 rows and ${groups}`,
+        'every group below the threshold must be left out and counted in suppressed_groups',
+      );
+    }
+  }
+  if (seen === 0 && found.length === 0) {
+    flag(
+      'no example returns a whole, untruncated list of groups, so suppression was never seen',
+      'give the template an example over the test data that returns at least one group',
+    );
+  }
+  return found;
+}
+
+export function textOf(result: CallToolResult): string {
+  return result.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
+}
