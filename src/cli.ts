@@ -10,6 +10,7 @@ import { connectReader, redactUrl } from './db/connect.js';
 import { checkReaderSafety, explainPacks, formatReport, planFails, readerScopeOf } from './db/doctor.js';
 import { defaultDataDir, startEmbedded } from './db/embedded.js';
 import { prepareDatabase } from './db/prepare.js';
+import { scaffoldQuery } from './scaffold.js';
 import { ConfigError } from './errors.js';
 import { todayUtc, yesterdayUtc } from './lib/date-range.js';
 import { createTokenBuckets } from './limits.js';
@@ -34,6 +35,9 @@ const USAGE = `Usage:
                                          load a pack's deterministic demo data (each pack has its default
                                          count, up to yesterday); refuses a pack whose tables hold data
                                          unless --replace (replace it) or --if-empty (do nothing)
+  querygate new-query <name> [--pack <dir>]
+                                         write a template (<dir>/queries/<name>.ts, default dir .) and
+                                         its test (test/<name>.test.ts) to fill in
 
 The packs served are QUERYGATE_PACKS (default: sales). Without DATABASE_URL, serve starts the
 embedded PostgreSQL in QUERYGATE_DATA_DIR (default ${defaultDataDir()}), migrating and
@@ -64,6 +68,11 @@ async function main(argv: string[]): Promise<void> {
   const command = positionals[0] ?? 'serve';
   if (values.help || command === 'help') {
     process.stderr.write(`${USAGE}\n`);
+    return;
+  }
+  if (command === 'new-query') {
+    if (positionals.length !== 2) throw new ConfigError(`new-query takes one tool name\n${USAGE}`);
+    process.stdout.write(`${scaffoldQuery({ name: positionals[1]!, packDir: values.pack ?? '.' }).report}\n`);
     return;
   }
   if (positionals.length > 1) throw new ConfigError(`unexpected argument ${positionals[1]}\n${USAGE}`);
