@@ -157,13 +157,14 @@ export const ${exportName} = defineTemplate({
   // every combination of enum and optional arguments, with the dates and numbers given here.
   examples: [{ start_date: '2025-03-01', end_date: '2025-03-31', limit: 20 }],
   output,
-  // Every column the query selects, by its alias: its type (text, integer, number, money, date,
-  // timestamp); its source, the "schema.view.column" it is computed from (or a list of them, or
-  // 'computed' when no personal column is among them); and the treatment of a personal column (the
-  // pack's PERSONAL_COLUMNS): mask_email, mask_phone, initials, token, drop or { bucket: [...] }. A
-  // count of the distinct people behind a grouped row is 'distinct_people', so small groups are left out.
+  // Every column the query selects, by its alias, with its type (text, integer, number, money, date,
+  // timestamp), its source (the "schema.view.column" it is computed from, a list of them, or 'computed'
+  // when no personal column is among them) and its treatment: 'plain' for a column no personal column
+  // is behind; for one of the pack's PERSONAL_COLUMNS its mask (mask_email, mask_phone, initials,
+  // token) or 'drop'; { bucket: [...] } for an amount returned as a range; 'distinct_people' for a
+  // count(distinct <a personal id>) of a grouped row, so that groups of too few people are left out.
   columns: {
-    todo: { type: 'integer', source: 'computed' },
+    todo: { type: 'integer', source: 'computed', treatment: 'plain' },
   },
   rowLimit: (args) => args.limit,
   // TODO The Kysely query, without LIMIT (the registry adds it), every value a bind parameter:

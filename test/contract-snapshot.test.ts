@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { contractChanges, publicContract, type PublicContract } from '../src/public-contract.js';
-import { ALL_PACKS } from './support/packs.js';
+import { ALL_PACKS, readerUrlFor } from './support/packs.js';
 import { startHarness } from './support/harness.js';
 
 const FILE = 'contract/tools.json';
@@ -31,10 +31,10 @@ describe('the public contract snapshot', () => {
 
   it('contract: the snapshot is what tools/list gives a real client', async () => {
     for (const pack of ALL_PACKS) {
-      const harness = await startHarness({ templates: pack.templates });
+      const harness = await startHarness({ readerUrl: readerUrlFor(pack), templates: pack.templates });
       try {
         const { tools } = await harness.client.listTools();
-        const listed = publicContract([{ ...pack }])[pack.name]!;
+        const listed = publicContract([pack])[pack.name]!;
         expect(tools.map((t) => ({ name: t.name, inputSchema: t.inputSchema, outputSchema: t.outputSchema }))).toEqual(
           listed,
         );

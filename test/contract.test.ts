@@ -7,12 +7,22 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { sql, type SelectQueryBuilder } from 'kysely';
 import type pg from 'pg';
+import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defineTemplate } from '../pack/kit.js';
+import { ordersInRange } from '../pack/range-sql.js';
 import { explainPacks, type PlanCost } from '../src/db/doctor.js';
 import { ConfigError } from '../src/errors.js';
+import { checkDateRange, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
 import { widestArguments } from '../src/lib/widest-arguments.js';
 import type { Pack } from '../src/pack.js';
-import { createRegistry, type AnyTemplate, type QueryContext, type RowQuery } from '../src/registry.js';
+import {
+  createRegistry,
+  type AnyTemplate,
+  type ColumnSpec,
+  type QueryContext,
+  type RowQuery,
+} from '../src/registry.js';
 import {
   argumentEdgeViolations,
   bindParameterViolations,
@@ -25,16 +35,15 @@ import {
   rowCapViolations,
   smallGroupViolations,
   sourcesOf,
-  treatmentOf,
   treatmentViolations,
-  withSmallGroupThreshold,
+  registryWithThreshold,
   type Call,
   type CountRows,
   type Violation,
 } from './support/contract.js';
 import { TEST_SEED } from './support/database.js';
 import { connectAdmin, startHarness, type Harness } from './support/harness.js';
-import { ALL_PACKS } from './support/packs.js';
+import { ALL_PACKS, readerUrlFor } from './support/packs.js';
 
 /** The last day of the test data: the widest calls end on it, so their ranges hold rows. */
 const LAST_DAY = TEST_SEED.until;
@@ -55,9 +64,15 @@ function toolOf(template: AnyTemplate): Tool | undefined {
 /** Counts a statement's rows through the admin connection, in UTC as the reader's connections run. */
 const countWith =
   (admin: pg.Client): CountRows =>
-  async ({ sql: text, parameters }) =>
-    (await admin.query<{ n: number }>(`select count(*)::int as n from (${text}) as counted`, [...parameters])).rows[0]!
-      .n;
+  async ({ sql: text, parameters }, where) => {
+    const filter = where ? ` where counted.${admin.escapeIdentifier(where.column)} < $${parameters.length + 1}` : '';
+    const values = where ? [...parameters, where.below] : [...parameters];
+    const { rows } = await admin.query<{ n: number }>(
+      `select count(*)::int as n from (${text}) as counted${filter}`,
+      values,
+    );
+    return rows[0]!.n;
+  };
 
 describe.each(ALL_PACKS.map((pack) => [pack.name, pack] as const))('contract: pack %s', (_, pack: Pack) => {
   const accepted = pack.templates.filter((t) => toolOf(t) !== undefined);
@@ -68,7 +83,7 @@ describe.each(ALL_PACKS.map((pack) => [pack.name, pack] as const))('contract: pa
   const call: Call = (name, args) => harness.call(name, args);
 
   beforeAll(async () => {
-    harness = await startHarness({ templates: accepted });
+    harness = await startHarness({ readerUrl: readerUrlFor(pack), templates: accepted });
     admin = await connectAdmin();
     await admin.query("set time zone 'UTC'");
     for (const tool of (await harness.client.listTools()).tools) tools.set(tool.name, tool);
@@ -142,10 +157,13 @@ describe.each(ALL_PACKS.map((pack) => [pack.name, pack] as const))('contract: pa
         try {
           const callAt = async (k: number, args: Record<string, unknown>) => {
             if (!servers.has(k))
-              servers.set(k, await startHarness({ templates: withSmallGroupThreshold(accepted, k) }));
+              servers.set(
+                k,
+                await startHarness({ readerUrl: readerUrlFor(pack), registry: registryWithThreshold(accepted, k) }),
+              );
             return servers.get(k)!.call(template.name, args);
           };
-          expectNone(await smallGroupViolations(callAt, template));
+          expectNone(await smallGroupViolations(callAt, countWith(admin), template));
         } finally {
           for (const server of servers.values()) await server.close();
         }
@@ -183,9 +201,12 @@ const byName = (predicate: (t: AnyTemplate, tool: Tool) => boolean): AnyTemplate
 };
 const ranged = byName((_, tool) => 'start_date' in (tool.inputSchema.properties ?? {}));
 const capped = byName((t, tool) => returnsRows(tool) && t.rowLimit !== undefined);
-const personal = byName((t) =>
-  Object.values(t.columns).some((c) => sourcesOf(c).some((s) => s in pack.personalColumns) && treatmentOf(c)),
-);
+/** A column of a personal source with its mask, which the checks below take away. */
+const maskedColumn = (t: AnyTemplate): [string, ColumnSpec] | undefined =>
+  Object.entries(t.columns).find(
+    ([, c]) => sourcesOf(c).some((s) => s in pack.personalColumns) && !['plain', 'drop'].includes(String(c.treatment)),
+  );
+const personal = byName((t) => maskedColumn(t) !== undefined);
 
 /** The template's query with one more WHERE condition, written as SQL text. */
 function withRawCondition(template: AnyTemplate, name: string, condition: (args: Record<string, string>) => string) {
@@ -233,8 +254,8 @@ describe('contract: each rule fails on a template that breaks it', () => {
   });
 
   it('personal columns: a personal column whose treatment was left out', () => {
-    const [alias, column] = Object.entries(personal.columns).find(([, c]) => treatmentOf(c))!;
-    const { mask: _mask, treatment: _treatment, ...bare } = column as typeof column & { treatment?: unknown };
+    const [alias, column] = maskedColumn(personal)!;
+    const { treatment: _treatment, ...bare } = column;
     const broken = { ...personal, columns: { ...personal.columns, [alias]: bare } } as AnyTemplate;
     const messages = treatmentViolations(pack, broken).map((v) => v.message);
     expect(messages).toContainEqual(expect.stringMatching(new RegExp(`^the registry refuses it: .*${alias}`)));
@@ -301,18 +322,89 @@ describe('contract: each rule fails on a template that breaks it', () => {
   });
 
   it('small groups: a server that ignores the threshold', async () => {
-    const grouped = { rows: [{ people: 2 }, { people: 9 }], row_count: 2, truncated: false };
-    const ignoring = async () => ({ content: [], structuredContent: { ...grouped } });
-    const messages = (await smallGroupViolations(ignoring, ranged)).map((v) => v.message);
-    expect(messages).toContainEqual(expect.stringMatching(/with threshold 1 suppressed undefined groups/));
-    expect(messages).toContainEqual(expect.stringMatching(/expected 0 rows and 2$/));
+    const counted = {
+      ...ranged,
+      columns: { ...ranged.columns, people: { type: 'integer', source: 'computed', treatment: 'distinct_people' } },
+    } as AnyTemplate;
+    const ignoring = async () => ({ content: [], structuredContent: { rows: [{}, {}, {}], truncated: false } });
+    const threeGroupsOneSmall: CountRows = async (_, where) => (where ? 1 : 3);
+    const messages = (await smallGroupViolations(ignoring, threeGroupsOneSmall, counted)).map((v) => v.message);
+    expect(messages).toContainEqual(
+      expect.stringMatching(
+        /at threshold 2 returned 3 rows and suppressed_groups undefined; its query yields 3 groups, 1 of them for fewer than 2 people$/,
+      ),
+    );
+  });
+});
+
+describe('contract: the small-groups rule through a real server, before any pack counts people', () => {
+  /** Orders per customer region in a range, each row standing for its distinct customers. */
+  const regionOrders = defineTemplate({
+    name: 'query_region_customers',
+    title: 'Orders by region',
+    description: 'Counts the orders of a range per customer region; regions of too few customers are left out.',
+    input: z.strictObject({ ...dateRangeFields }).superRefine(checkDateRange),
+    // One day and one month: few customers a region on the day, more over the month.
+    examples: [
+      { start_date: LAST_DAY, end_date: LAST_DAY },
+      { start_date: '2025-06-01', end_date: LAST_DAY },
+    ],
+    output: z.object({ rows: z.array(z.object({ region: z.string(), orders: z.number() })) }),
+    columns: {
+      region: { type: 'text', source: 'reporting.customers.region', treatment: 'plain' },
+      orders: { type: 'integer', source: 'computed', treatment: 'plain' },
+      customers: { type: 'integer', source: 'computed', treatment: 'distinct_people' },
+    },
+    query: (db, args, ctx) =>
+      ordersInRange(db, resolveRange(args), ctx.timeZone)
+        .innerJoin('reporting.customers as c', 'c.id', 'o.customer_id')
+        .groupBy('c.region')
+        .select((eb) => [
+          'c.region',
+          eb.fn.countAll<string>().as('orders'),
+          eb.fn.count<string>('o.customer_id').distinct().as('customers'),
+        ])
+        .orderBy('c.region'),
+    present: (rows) => ({ rows: rows as { region: string; orders: number }[] }),
+  }) as AnyTemplate;
+
+  const check = async (served: AnyTemplate): Promise<Violation[]> => {
+    const admin = await connectAdmin();
+    const servers = new Map<number, Harness>();
+    try {
+      await admin.query("set time zone 'UTC'");
+      const callAt = async (k: number, args: Record<string, unknown>) => {
+        if (!servers.has(k)) servers.set(k, await startHarness({ registry: registryWithThreshold([served], k) }));
+        return servers.get(k)!.call(served.name, args);
+      };
+      return await smallGroupViolations(callAt, countWith(admin), regionOrders);
+    } finally {
+      for (const server of servers.values()) await server.close();
+      await admin.end();
+    }
+  };
+
+  it('small groups: a template that counts its customers passes, at thresholds 2, 5 and above every group', async () => {
+    expectNone(await check(regionOrders));
+  });
+
+  it('small groups: the same template with its count declared plain fails, nothing being suppressed', async () => {
+    const plain = {
+      ...regionOrders,
+      columns: { ...regionOrders.columns, customers: { type: 'integer', source: 'computed', treatment: 'plain' } },
+      output: z.object({ rows: z.array(z.object({ region: z.string(), orders: z.number(), customers: z.number() })) }),
+    } as AnyTemplate;
+    const messages = (await check(plain)).map((v) => v.message);
+    expect(messages).toContainEqual(
+      expect.stringMatching(/at threshold 1000000 returned [1-9]\d* rows and suppressed_groups undefined/),
+    );
   });
 });
 
 describe('contract: the registry refuses a template that breaks it, with a message that says so', () => {
   it('a template that selects a personal column without a treatment', () => {
-    const [alias, column] = Object.entries(personal.columns).find(([, c]) => treatmentOf(c))!;
-    const { mask: _mask, treatment: _treatment, ...bare } = column as typeof column & { treatment?: unknown };
+    const [alias, column] = maskedColumn(personal)!;
+    const { treatment: _treatment, ...bare } = column;
     const broken = { ...personal, columns: { ...personal.columns, [alias]: bare } } as AnyTemplate;
     let message = '';
     try {

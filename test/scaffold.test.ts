@@ -31,8 +31,9 @@ function fillIn(source: string): string {
     .replace('{ checkDateRange, dateRangeFields }', '{ checkDateRange, dateRangeFields, resolveRange }')
     .replace('  todo: z.number(),', '  status: z.string(),\n  order_count: z.number(),')
     .replace(
-      "    todo: { type: 'integer', source: 'computed' },",
-      "    status: { type: 'text', source: 'reporting.orders.status' },\n    order_count: { type: 'integer', source: 'computed' },",
+      "    todo: { type: 'integer', source: 'computed', treatment: 'plain' },",
+      "    status: { type: 'text', source: 'reporting.orders.status', treatment: 'plain' },\n" +
+        "    order_count: { type: 'integer', source: 'computed', treatment: 'plain' },",
     )
     .replace(
       / {2}query: \(\) => \{\n[^]*?\n {2}\},\n/,

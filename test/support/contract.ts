@@ -13,7 +13,13 @@ import { MAX_ROWS } from '../../src/lib/arguments.js';
 import { MAX_RANGE_DAYS } from '../../src/lib/date-range.js';
 import { widestArguments } from '../../src/lib/widest-arguments.js';
 import type { Pack } from '../../src/pack.js';
-import { createRegistry, type AnyTemplate, type ColumnSpec } from '../../src/registry.js';
+import {
+  createRegistry,
+  DEFAULT_SMALL_GROUP_THRESHOLD,
+  type AnyTemplate,
+  type ColumnSpec,
+  type Registry,
+} from '../../src/registry.js';
 
 export interface Violation {
   /** The rule broken, as the suite's test names say it. */
@@ -243,12 +249,6 @@ export async function argumentEdgeViolations(call: Call, template: AnyTemplate, 
 // ---------------------------------------------------------------------------------------------------
 // Every personal column has a treatment.
 
-/** A column's treatment: `treatment` once the registry has it, `mask` before. */
-export function treatmentOf(column: ColumnSpec): unknown {
-  const loose = column as { treatment?: unknown; mask?: unknown };
-  return loose.treatment ?? loose.mask;
-}
-
 /** The declared personal column a source names ("table.column" matches it in any schema, as the registry reads it). */
 function personalKey(pack: Pack, source: string): string | undefined {
   return Object.keys(pack.personalColumns).find(
@@ -284,8 +284,7 @@ export function treatmentViolations(pack: Pack, template: AnyTemplate): Violatio
   }
   for (const [alias, column] of Object.entries(template.columns)) {
     const personal = sourcesOf(column).flatMap((source) => personalKey(pack, source) ?? []);
-    const treatment = treatmentOf(column);
-    if (personal.length > 0 && (treatment === undefined || treatment === 'plain')) {
+    if (personal.length > 0 && (column.treatment === undefined || column.treatment === 'plain')) {
       found.push({
         rule,
         template: template.name,
@@ -440,6 +439,7 @@ interface RowsEnvelope {
   readonly rows: unknown[];
   readonly row_count: number;
   readonly truncated: boolean;
+  readonly suppressed_groups?: number;
 }
 
 /** True when the tool's output is a capped list of rows (rowsEnvelope). */
@@ -459,8 +459,14 @@ export function limitArgument(template: AnyTemplate, tool: Tool, sample: Record<
   return reflected?.name ?? bounded.find((n) => n.name === 'limit')?.name;
 }
 
-/** How many rows a template's query yields for some arguments, counted outside the server. */
-export type CountRows = (statement: { sql: string; parameters: readonly unknown[] }) => Promise<number>;
+/**
+ * How many rows a template's query yields for some arguments, counted outside the server; with
+ * `where`, only the rows whose column is below a number.
+ */
+export type CountRows = (
+  statement: { sql: string; parameters: readonly unknown[] },
+  where?: { readonly column: string; readonly below: number },
+) => Promise<number>;
 
 /** The template's SQL with no cap, as the registry would run it in UTC, for an independent count. */
 export function uncappedStatement(
@@ -506,9 +512,10 @@ export async function rowCapViolations(
         'set row_count to rows.length in present()',
       );
     }
-    if (out.rows.length !== Math.min(matched, cap)) {
+    const suppressed = out.suppressed_groups ?? 0;
+    if (out.rows.length + suppressed !== Math.min(matched, cap)) {
       flag(
-        `${call_} returned ${out.rows.length} rows where its query yields ${matched} and the cap is ${cap}`,
+        `${call_} returned ${out.rows.length} rows (and suppressed ${suppressed} groups) where its query yields ${matched} and the cap is ${cap}`,
         'return every row the registry hands present(), and let rowLimit say how many the caller asked for',
       );
     }
@@ -595,73 +602,71 @@ export function planViolations(plan: PlanCost): Violation[] {
 // ---------------------------------------------------------------------------------------------------
 // Small groups are suppressed.
 
-/** True when a column counts the distinct people behind a grouped row. */
-export function countsPeople(column: ColumnSpec): boolean {
-  return treatmentOf(column) === 'distinct_people';
+/** The column that counts the distinct people behind a grouped row, if the template has one. */
+export function peopleColumn(template: AnyTemplate): string | undefined {
+  return Object.entries(template.columns).find(([, c]) => c.treatment === 'distinct_people')?.[0];
 }
 
 export function declaresPeopleCount(template: AnyTemplate): boolean {
-  return Object.values(template.columns).some(countsPeople);
+  return peopleColumn(template) !== undefined;
 }
 
-/**
- * The templates with the pack's small-group threshold set to k. Assumes the threshold reaches the
- * registry on each template, as the personal columns do through the pack's kit; if the registry takes
- * it another way, this is the one place to change.
- */
-export function withSmallGroupThreshold(templates: readonly AnyTemplate[], k: number): AnyTemplate[] {
-  return templates.map((t) => ({ ...t, smallGroupThreshold: k }) as AnyTemplate);
+/** The thresholds the check serves a template at: the lowest the registry takes, the default, one above any group. */
+export const THRESHOLDS = [2, DEFAULT_SMALL_GROUP_THRESHOLD, 1_000_000] as const;
+
+/** A registry whose every tool leaves out groups of fewer than k people. */
+export function registryWithThreshold(templates: readonly AnyTemplate[], k: number): Registry {
+  return createRegistry(templates, { smallGroupThresholds: Object.fromEntries(templates.map((t) => [t.name, k])) });
 }
 
 interface GroupedResult {
   readonly rows?: unknown[];
-  readonly row_count?: number;
   readonly truncated?: boolean;
   readonly suppressed_groups?: number;
 }
 
-/** `callAt(k)` calls the template on a server whose small-group threshold is k. */
+/**
+ * For each example, at each threshold k: the groups the template's own SQL yields and how many of them
+ * stand for fewer than k people are counted through the admin connection; the server must return the
+ * others and count those in suppressed_groups. Above every group's count, every group is left out.
+ */
 export async function smallGroupViolations(
   callAt: (k: number, args: Record<string, unknown>) => Promise<CallToolResult>,
+  countRows: CountRows,
   template: AnyTemplate,
 ): Promise<Violation[]> {
   const rule = 'small groups';
   const found: Violation[] = [];
   const flag = (message: string, fix: string): void => void found.push({ rule, template: template.name, message, fix });
+  const people = peopleColumn(template)!;
   let seen = 0;
   for (const args of template.examples) {
-    const open = await callAt(1, args);
-    if (open.isError) {
-      flag(`${JSON.stringify(args)} with threshold 1 failed: ${textOf(open)}`, 'the example must succeed');
-      continue;
-    }
-    const all = open.structuredContent as GroupedResult;
-    const groups = all.rows?.length ?? 0;
-    if (all.suppressed_groups !== 0) {
-      flag(
-        `${JSON.stringify(args)} with threshold 1 suppressed ${String(all.suppressed_groups)} groups; every group has at least one person`,
-        'leave out only groups whose distinct_people count is below the threshold, and report suppressed_groups',
-      );
-    }
-    if (groups === 0 || all.truncated) continue; // nothing to suppress, or not all groups seen
+    const parsed = template.input.parse(args) as Record<string, unknown>;
+    const statement = uncappedStatement(template, parsed);
+    const groups = await countRows(statement);
+    if (groups === 0 || groups > Math.min(template.rowLimit?.(parsed) ?? MAX_ROWS, MAX_ROWS)) continue;
     seen++;
-    const closed = await callAt(1_000_000, args);
-    const none = closed.structuredContent as GroupedResult | undefined;
-    if (closed.isError || none === undefined) {
-      flag(
-        `${JSON.stringify(args)} with a threshold above every group failed: ${textOf(closed)}`,
-        'the call must succeed',
-      );
-    } else if ((none.rows?.length ?? 0) !== 0 || none.suppressed_groups !== groups) {
-      flag(
-        `${JSON.stringify(args)} with a threshold above every group returned ${none.rows?.length} rows and suppressed_groups ${String(none.suppressed_groups)}; expected 0 rows and ${groups}`,
-        'every group below the threshold must be left out and counted in suppressed_groups',
-      );
+    for (const k of THRESHOLDS) {
+      const call_ = `${JSON.stringify(args)} at threshold ${k}`;
+      const result = await callAt(k, args);
+      if (result.isError) {
+        flag(`${call_} failed: ${textOf(result)}`, 'the example must succeed');
+        continue;
+      }
+      const out = result.structuredContent as GroupedResult;
+      const small = await countRows(statement, { column: people, below: k });
+      const rows = out.rows?.length ?? 0;
+      if (out.suppressed_groups !== small || rows + small !== groups) {
+        flag(
+          `${call_} returned ${rows} rows and suppressed_groups ${String(out.suppressed_groups)}; its query yields ${groups} groups, ${small} of them for fewer than ${k} people`,
+          `leave out every group whose ${people} is below the threshold, count them in suppressed_groups, and return the others`,
+        );
+      }
     }
   }
-  if (seen === 0 && found.length === 0) {
+  if (seen === 0) {
     flag(
-      'no example returns a whole, untruncated list of groups, so suppression was never seen',
+      'no example yields groups (all of them within the row cap), so suppression was never seen',
       'give the template an example over the test data that returns at least one group',
     );
   }
