@@ -197,14 +197,17 @@ function testSource(name: string, exportName: string, template: string, file: st
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ${exportName} } from '${template}';
-import { connectAdmin, startHarness, structured, type Harness } from './support/harness.js';
+import { startHarness, structured, type Harness } from './support/harness.js';
+import { testTarget } from './support/target.js';
 
+// The test database (npm test); or, with QUERYGATE_PACKS, DATABASE_URL and ADMIN_DATABASE_URL set, yours.
+const target = await testTarget();
 let harness: Harness;
 let admin: pg.Client;
 
 beforeAll(async () => {
-  harness = await startHarness({ templates: [${exportName}] });
-  admin = await connectAdmin();
+  harness = await startHarness({ readerUrl: target.readerUrlOf('${name}'), templates: [${exportName}] });
+  admin = await target.connectAdmin();
 });
 afterAll(async () => {
   await harness?.close();

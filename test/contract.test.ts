@@ -6,17 +6,16 @@
  */
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { sql, type SelectQueryBuilder } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineTemplate } from '../pack/kit.js';
 import { ordersInRange } from '../pack/range-sql.js';
 import { explainPacks, type PlanCost } from '../src/db/doctor.js';
 import { ConfigError } from '../src/errors.js';
-import { checkDateRange, dateRangeFields, resolveRange, yesterdayUtc } from '../src/lib/date-range.js';
+import { checkDateRange, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
 import { widestArguments } from '../src/lib/widest-arguments.js';
 import type { Pack } from '../src/pack.js';
-import { loadPacks } from '../src/packs.js';
 import {
   createRegistry,
   type AnyTemplate,
@@ -44,44 +43,13 @@ import {
 } from './support/contract.js';
 import { TEST_SEED } from './support/database.js';
 import { connectAdmin, startHarness, type Harness } from './support/harness.js';
-import { ALL_PACKS, readerUrlFor } from './support/packs.js';
+import { ALL_PACKS } from './support/packs.js';
+import { testTarget } from './support/target.js';
 
 /** The last day of the test data: the widest calls end on it, so their ranges hold rows. */
 const LAST_DAY = TEST_SEED.until;
 
-/**
- * What the suite holds to the contract: every pack the test database holds (ALL_PACKS); or, with
- * QUERYGATE_PACKS set, those packs (as `serve` loads them) against your own database, read as
- * DATABASE_URL (the reader the migrations made) and counted independently through ADMIN_DATABASE_URL
- * (the reader when unset), their widest ranges ending yesterday (UTC).
- */
-interface Target {
-  readonly packs: readonly Pack[];
-  readonly readerUrl: (pack: Pack) => string;
-  readonly connectAdmin: () => Promise<pg.Client>;
-  readonly lastDay: string;
-}
-
-async function ownTarget(specs: string): Promise<Target> {
-  const readerUrl = process.env.DATABASE_URL;
-  if (!readerUrl) throw new Error('QUERYGATE_PACKS is set: set DATABASE_URL to the reader of your database too');
-  const adminUrl = process.env.ADMIN_DATABASE_URL ?? readerUrl;
-  return {
-    packs: await loadPacks(specs.split(',').map((s) => s.trim())),
-    readerUrl: () => readerUrl,
-    connectAdmin: async () => {
-      const admin = new pg.Client({ connectionString: adminUrl });
-      await admin.connect();
-      return admin;
-    },
-    lastDay: yesterdayUtc(),
-  };
-}
-
-const OWN_PACKS = process.env.QUERYGATE_PACKS;
-const target: Target = OWN_PACKS
-  ? await ownTarget(OWN_PACKS)
-  : { packs: ALL_PACKS, readerUrl: readerUrlFor, connectAdmin, lastDay: LAST_DAY };
+const target = await testTarget();
 
 const expectNone = (violations: readonly Violation[]): void => {
   expect(violations, `\n${explainViolations(violations)}\n`).toEqual([]);
@@ -121,7 +89,6 @@ describe.each(target.packs.map((pack) => [pack.name, pack] as const))('contract:
   beforeAll(async () => {
     harness = await startHarness({ readerUrl: target.readerUrl(pack), templates: accepted });
     admin = await target.connectAdmin();
-    await admin.query("set time zone 'UTC'");
     for (const tool of (await harness.client.listTools()).tools) tools.set(tool.name, tool);
     plans = await explainPacks(harness.reader, [{ ...pack, templates: accepted }], { timeZone: 'UTC' }, lastDay);
   });
@@ -209,7 +176,7 @@ describe.each(target.packs.map((pack) => [pack.name, pack] as const))('contract:
 });
 
 // The project's own packs must exercise every rule; a pack of yours (QUERYGATE_PACKS) need not group people.
-describe.skipIf(OWN_PACKS !== undefined)('contract: over all packs', () => {
+describe.skipIf(target.own)('contract: over all packs', () => {
   it('at least one template counts distinct people, so small-group suppression is checked at all', () => {
     const counting = ALL_PACKS.flatMap((p) =>
       p.templates.filter(declaresPeopleCount).map((t) => `${p.name}/${t.name}`),

@@ -268,7 +268,7 @@ export function treatmentViolations(pack: Pack, template: AnyTemplate): Violatio
     createRegistry([template]);
   } catch (err) {
     found.push({
-      rule,
+      rule: 'registry',
       template: template.name,
       message: `the registry refuses it: ${(err as Error).message}`,
       fix: 'do what the message says; the registry checks every argument combination at start-up',
