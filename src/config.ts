@@ -40,6 +40,8 @@ export interface Config {
   readonly allowedOrigins: readonly string[];
   /** How long a stopping server waits for calls in flight. */
   readonly shutdownTimeoutMs: number;
+  /** The configuration file (JSON or YAML): packs, toolsets and limits, reloaded while serving. */
+  readonly configFile: string | undefined;
 }
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -82,6 +84,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     allowedHosts: list(env.QUERYGATE_ALLOWED_HOSTS),
     allowedOrigins: list(env.QUERYGATE_ALLOWED_ORIGINS),
     shutdownTimeoutMs: positiveInt(env, 'QUERYGATE_SHUTDOWN_TIMEOUT_MS', 10_000),
+    configFile: nonEmpty(env.QUERYGATE_CONFIG),
   };
 }
 
@@ -113,7 +116,7 @@ function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): nu
   return Number(raw);
 }
 
-function isTimeZone(name: string): boolean {
+export function isTimeZone(name: string): boolean {
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: name });
     return true;
