@@ -5,6 +5,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { templates } from '../queries/index.js';
 import { createAuditLog } from './audit.js';
+import type { Toolsets } from './auth.js';
 import type { Config } from './config.js';
 import { connectReader, redactUrl } from './db/connect.js';
 import { checkReaderSafety, formatReport, type SafetyCheck } from './db/doctor.js';
@@ -15,7 +16,7 @@ import { ConfigError, classifyDatabaseError } from './errors.js';
 import { createCallLimits } from './limits.js';
 import { createTokenizer } from './lib/masking.js';
 import type { Logger } from './logger.js';
-import { createRegistry } from './registry.js';
+import { openLiveConfig } from './live-config.js';
 import type { ServerDeps } from './server.js';
 
 /** YYYY-MM-DD of the day a year before an instant: the zone rules are compared from there for two years. */
@@ -60,6 +61,8 @@ export interface App {
   drain(): Promise<void>;
   /** Drains, then closes the pool, the probe connection, the audit log and the embedded database. */
   stop(): Promise<void>;
+  /** The toolsets of the configuration file in force, for bearer tokens that name one. */
+  readonly toolsets: Toolsets;
 }
 
 /** The longest a readiness probe takes, connecting included: Kubernetes' default probe timeout is 1 s. */
@@ -108,11 +111,12 @@ const MAX_BACKOFF_MS = 30_000;
 const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref());
 
 export async function startApp(config: Config, logger: Logger, options: AppOptions): Promise<App> {
-  const registry = createRegistry(templates);
+  const live = openLiveConfig(config, [{ pack: 'sales', templates }], logger);
+  const registry = live.registry;
   const audit = createAuditLog(config.auditLog);
   const database = await openDatabase(config, logger, options.signal);
   const readerUrl = database.readerUrl;
-  let tokenKey = config.tokenKey ?? database.tokenKey;
+  let tokenKey = live.tokenKey ?? config.tokenKey ?? database.tokenKey;
   if (tokenKey === undefined) {
     logger.warn('QUERYGATE_TOKEN_KEY is not set: order and customer references change on every restart');
     tokenKey = randomBytes(32).toString('base64url');
@@ -175,15 +179,16 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
       return;
     }
     // A diagnostic only: whatever happens to it, the server's readiness does not depend on it.
-    await zoneRulesAgreement(reader, config.timeZone, aYearAgo(new Date()), 731).then(
-      (agreement) => reportZoneRules(config.timeZone, agreement, logger),
+    await zoneRulesAgreement(reader, live.ctx.timeZone, aYearAgo(new Date()), 731).then(
+      (agreement) => reportZoneRules(live.ctx.timeZone, agreement, logger),
       (err: unknown) => logger.warn('could not compare the zone rules with the database', { reason: String(err) }),
     );
     judge(checks);
   };
   await attempt(1000);
 
-  logger.info('serving', { database: target, time_zone: config.timeZone, tools: registry.tools.length, ready });
+  logger.info('serving', { database: target, time_zone: live.ctx.timeZone, tools: registry.tools.length, ready });
+  live.watch();
   // One probe at a time, at most one a second, on one connection of its own: /readyz is
   // unauthenticated and must not take connections from tool calls, nor wait behind them.
   const probe = createReadinessProbe(readerUrl, { timeoutMs: PROBE_TIMEOUT_MS }, logger);
@@ -216,6 +221,7 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
   return {
     probeReady,
     drain,
+    toolsets: live.toolsets,
     sessionKey: createHmac('sha256', tokenKey).update('querygate mcp session ids').digest(),
     deps: {
       registry,
@@ -224,11 +230,12 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
       logger,
       audit,
       limits,
-      ctx: { timeZone: config.timeZone },
+      ctx: live.ctx,
       isReady: () => ready,
       shutdown: stopping.signal,
     },
     stop: async () => {
+      live.close();
       await drain();
       // pool.end() waits for connections still checked out; a stalled database must not hold the exit.
       await Promise.race([reader.close().catch(() => undefined), delay(STOP_GRACE_MS)]);

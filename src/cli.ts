@@ -148,7 +148,7 @@ async function serve(
   try {
     if (options.http) {
       const auth = loadAuthenticator(
-        { envToken: config.httpToken, file: config.httpTokensFile },
+        { envToken: config.httpToken, file: config.httpTokensFile, toolsets: app.toolsets },
         app.deps.registry.tools.map((t) => t.name),
       );
       const http = await serveHttp(
