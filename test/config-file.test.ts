@@ -10,6 +10,7 @@ import {
   type AvailablePack,
   type ConfigFile,
 } from '../src/config-file.js';
+import { loadAuthenticator } from '../src/auth.js';
 import { ConfigError } from '../src/errors.js';
 
 const OPTIONS = { statementTimeoutMs: 5000 };
@@ -182,5 +183,43 @@ describe('the file on disk', () => {
     expect(refusal(() => readConfigFile(join(folder, 'missing.yaml'), OPTIONS))).toMatch(
       /QUERYGATE_CONFIG \(.*missing\.yaml\): ENOENT/,
     );
+  });
+});
+
+describe('a bearer token that names a toolset', () => {
+  const folder = mkdtempSync(join(tmpdir(), 'querygate-tokens-'));
+  afterAll(() => rmSync(folder, { recursive: true, force: true }));
+  const tokensFile = (token: Record<string, unknown>): string => {
+    const path = join(folder, 'tokens.json');
+    writeFileSync(path, JSON.stringify({ tokens: [{ name: 'desk', token: 'desk-token-0123456789', ...token }] }));
+    chmodSync(path, 0o600);
+    return path;
+  };
+  const known = ['query_order_count', 'query_sales'];
+
+  it('sees the toolset in force at each request, and nothing once a reload removed it', () => {
+    let toolsets = new Map([['analysts', new Set(['query_sales'])]]);
+    const auth = loadAuthenticator({ file: tokensFile({ toolset: 'analysts' }), toolsets: () => toolsets }, known)!;
+    const caller = auth.authenticate('Bearer desk-token-0123456789')!;
+    expect([...caller.tools!]).toEqual(['query_sales']);
+    toolsets = new Map([['analysts', new Set(['query_sales', 'query_order_count'])]]);
+    expect([...caller.tools!]).toEqual(['query_sales', 'query_order_count']);
+    toolsets = new Map();
+    expect([...caller.tools!]).toEqual([]);
+  });
+
+  it('is refused at start-up when the toolset does not exist, or with tools besides', () => {
+    const toolsets = () => new Map([['analysts', new Set(['query_sales'])]]);
+    expect(refusal(() => loadAuthenticator({ file: tokensFile({ toolset: 'nobody' }), toolsets }, known))).toMatch(
+      /tokens\[0\]\.toolset: one of analysts$/,
+    );
+    expect(refusal(() => loadAuthenticator({ file: tokensFile({ toolset: 'analysts' }) }, known))).toMatch(
+      /tokens\[0\]\.toolset: no toolsets are configured \(QUERYGATE_CONFIG toolsets\)$/,
+    );
+    expect(
+      refusal(() =>
+        loadAuthenticator({ file: tokensFile({ toolset: 'analysts', tools: ['query_sales'] }), toolsets }, known),
+      ),
+    ).toMatch(/tokens\[0\]: give either "tools" or "toolset"$/);
   });
 });
