@@ -94,6 +94,14 @@ describe('over stdio, a 2025-11-25 client', () => {
       // Nothing the client sees changed: it is not told anything.
       expect(names(await client.listTools())).toEqual(ALL);
       expect(changes).toBe(2);
+
+      // The reporting time zone follows the file, for the next call.
+      const zone = async (): Promise<unknown> =>
+        ((await client.callTool({ name: 'query_order_count', arguments: MAY })) as CallToolResult).structuredContent;
+      expect(await zone()).toMatchObject({ time_zone: 'UTC' });
+      replaceFile(path, `${serving(ALL)}time_zone: Asia/Tokyo\n`);
+      await eventually('the reload', async () => count(stderr, /configuration file reloaded/) === reloads + 2, 10_000);
+      expect(await zone()).toMatchObject({ time_zone: 'Asia/Tokyo', starts_at: '2025-05-01T00:00:00.000+09:00' });
     } finally {
       await client.close();
     }
