@@ -1,8 +1,9 @@
 /**
  * The masks a pack stores beside its personal columns, as SQL for generated columns: computed once when
- * a row is written instead of on every read, so that a masked view only reads them (see the sales pack's
- * migration 0012 for the measurements). Each gives what the server's own mask (src/lib/masking.ts) gives
- * for the same text, and the server's masks leave these values as they are.
+ * a row is written instead of on every read, so that a masked view only reads them. For ordinary names,
+ * emails and phones each gives what the server's own mask (src/lib/masking.ts) gives, the server's masks
+ * leave these values as they are, and `doctor` recognizes them as masked. A generated column can hold no
+ * subquery, hence the two regular expressions of the initials.
  */
 import { sql, type RawBuilder } from 'kysely';
 
