@@ -4,6 +4,7 @@
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import { createAuditLog } from './audit.js';
+import type { Toolsets } from './auth.js';
 import type { Config } from './config.js';
 import { connectReader, redactUrl } from './db/connect.js';
 import { checkReaderSafety, formatReport, readerScopeOf, type SafetyCheck } from './db/doctor.js';
@@ -13,9 +14,9 @@ import { ConfigError, classifyDatabaseError } from './errors.js';
 import { createCallLimits } from './limits.js';
 import { yesterdayUtc } from './lib/date-range.js';
 import { createTokenizer } from './lib/masking.js';
+import { openLiveConfig } from './live-config.js';
 import type { Logger } from './logger.js';
-import { smallGroupThresholds, type Pack } from './pack.js';
-import { createRegistry } from './registry.js';
+import type { Pack } from './pack.js';
 import { describeServer, type ServerDeps } from './server.js';
 
 /** YYYY-MM-DD of the day a year before an instant: the zone rules are compared from there for two years. */
@@ -61,6 +62,8 @@ export interface App {
   drain(): Promise<void>;
   /** Drains, then closes the pool, the probe connection, the audit log and the embedded database. */
   stop(): Promise<void>;
+  /** The toolsets of the configuration file in force, for bearer tokens that name one. */
+  readonly toolsets: Toolsets;
 }
 
 /** The longest a readiness probe takes, connecting included: Kubernetes' default probe timeout is 1 s. */
@@ -106,6 +109,8 @@ export async function openDatabase(
 export interface AppOptions {
   /** The packs to serve, loaded (see packs.ts). */
   readonly packs: readonly Pack[];
+  /** The `path` each pack loaded from the configuration file was given there, by pack name. */
+  readonly packPaths?: ReadonlyMap<string, string>;
   readonly allowUnsafeRole: boolean;
   /** Called when the database, reachable at last, turns out to be unsafe: the server must not go on. */
   readonly onFatal: (error: Error) => void;
@@ -119,15 +124,22 @@ const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 
 export async function startApp(config: Config, logger: Logger, options: AppOptions): Promise<App> {
   const { packs } = options;
-  const registry = createRegistry(
-    packs.flatMap((pack) => pack.templates),
-    { smallGroupThresholds: smallGroupThresholds(packs) },
+  const live = openLiveConfig(
+    config,
+    packs.map((pack) => ({
+      pack: pack.name,
+      ...(options.packPaths?.has(pack.name) ? { path: options.packPaths.get(pack.name) } : {}),
+      ...(pack.smallGroupThreshold === undefined ? {} : { smallGroupThreshold: pack.smallGroupThreshold }),
+      templates: pack.templates,
+    })),
+    logger,
   );
+  const registry = live.registry;
   const scope = readerScopeOf(packs);
   const audit = createAuditLog(config.auditLog);
   const database = await openDatabase(config, packs, logger, options.signal);
   const readerUrl = database.readerUrl;
-  let tokenKey = config.tokenKey ?? database.tokenKey;
+  let tokenKey = live.tokenKey ?? config.tokenKey ?? database.tokenKey;
   if (tokenKey === undefined) {
     logger.warn('QUERYGATE_TOKEN_KEY is not set: the tokens that stand for internal ids change on every restart');
     tokenKey = randomBytes(32).toString('base64url');
@@ -190,8 +202,8 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
       return;
     }
     // A diagnostic only: whatever happens to it, the server's readiness does not depend on it.
-    await zoneRulesAgreement(reader, config.timeZone, aYearAgo(new Date()), 731).then(
-      (agreement) => reportZoneRules(config.timeZone, agreement, logger),
+    await zoneRulesAgreement(reader, live.ctx.timeZone, aYearAgo(new Date()), 731).then(
+      (agreement) => reportZoneRules(live.ctx.timeZone, agreement, logger),
       (err: unknown) => logger.warn('could not compare the zone rules with the database', { reason: String(err) }),
     );
     judge(checks);
@@ -201,10 +213,11 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
   logger.info('serving', {
     database: target,
     packs: packs.map((p) => p.name),
-    time_zone: config.timeZone,
+    time_zone: live.ctx.timeZone,
     tools: registry.tools.length,
     ready,
   });
+  live.watch();
   // One probe at a time, at most one a second, on one connection of its own: /readyz is
   // unauthenticated and must not take connections from tool calls, nor wait behind them.
   const probe = createReadinessProbe(readerUrl, { timeoutMs: PROBE_TIMEOUT_MS }, logger);
@@ -238,6 +251,7 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
     packs,
     probeReady,
     drain,
+    toolsets: live.toolsets,
     sessionKey: createHmac('sha256', tokenKey).update('querygate mcp session ids').digest(),
     deps: {
       registry,
@@ -247,11 +261,12 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
       logger,
       audit,
       limits,
-      ctx: { timeZone: config.timeZone },
+      ctx: live.ctx,
       isReady: () => ready,
       shutdown: stopping.signal,
     },
     stop: async () => {
+      live.close();
       await drain();
       // pool.end() waits for connections still checked out; a stalled database must not hold the exit.
       await Promise.race([reader.close().catch(() => undefined), delay(STOP_GRACE_MS)]);

@@ -21,13 +21,19 @@ interface TokenEntry {
 const sha256 = (value: string): Buffer => createHash('sha256').update(value, 'utf8').digest();
 const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 const MIN_TOKEN_LENGTH = 16;
+const NO_TOOLS: ReadonlySet<string> = new Set();
+
+/** The named toolsets in force (from the configuration file, which may be reloaded). */
+export type Toolsets = () => ReadonlyMap<string, ReadonlySet<string>>;
 
 /**
  * The token file: {"tokens": [{"name": "analyst", "token": "…", "tools": ["query_sales"]},
- * {"name": "report-bot", "sha256": "<hex of the token's SHA-256>"}]}. Without "tools", every tool.
+ * {"name": "desk", "token": "…", "toolset": "analysts"},
+ * {"name": "report-bot", "sha256": "<hex of the token's SHA-256>"}]}. Without "tools" or "toolset",
+ * every tool. A toolset is looked up on every request, so a reloaded configuration applies at once.
  */
 export function loadAuthenticator(
-  options: { envToken?: string; file?: string },
+  options: { envToken?: string; file?: string; toolsets?: Toolsets },
   knownTools: readonly string[],
 ): Authenticator | undefined {
   const entries: TokenEntry[] = [];
@@ -37,7 +43,7 @@ export function loadAuthenticator(
     }
     entries.push({ hash: sha256(options.envToken), caller: { id: 'default' } });
   }
-  if (options.file !== undefined) entries.push(...readTokenFile(options.file, knownTools));
+  if (options.file !== undefined) entries.push(...readTokenFile(options.file, knownTools, options.toolsets));
   const names = entries.map((e) => e.caller.id);
   const duplicate = names.find((n, i) => names.indexOf(n) !== i);
   if (duplicate) throw new ConfigError(`token name "${duplicate}" is used twice`);
@@ -57,7 +63,7 @@ export function loadAuthenticator(
   };
 }
 
-function readTokenFile(path: string, knownTools: readonly string[]): TokenEntry[] {
+function readTokenFile(path: string, knownTools: readonly string[], toolsets: Toolsets | undefined): TokenEntry[] {
   const where = `QUERYGATE_HTTP_TOKENS_FILE (${path})`;
   let mode: number;
   try {
@@ -80,7 +86,7 @@ function readTokenFile(path: string, knownTools: readonly string[]): TokenEntry[
     throw new ConfigError(`${where}: expected {"tokens": [...]} with at least one token`);
   }
   return tokens.map((raw: unknown, i): TokenEntry => {
-    const t = raw as { name?: unknown; token?: unknown; sha256?: unknown; tools?: unknown };
+    const t = raw as { name?: unknown; token?: unknown; sha256?: unknown; tools?: unknown; toolset?: unknown };
     const at = `${where}: tokens[${i}]`;
     if (typeof t.name !== 'string' || !NAME.test(t.name))
       throw new ConfigError(`${at}.name: letters, digits, _ . - only`);
@@ -93,6 +99,24 @@ function readTokenFile(path: string, knownTools: readonly string[]): TokenEntry[
       hash = Buffer.from(t.sha256, 'hex');
     } else {
       throw new ConfigError(`${at}: give either "token" or "sha256" (64 hex digits)`);
+    }
+    if (t.toolset !== undefined) {
+      const known = [...(toolsets?.().keys() ?? [])];
+      if (t.tools !== undefined) throw new ConfigError(`${at}: give either "tools" or "toolset"`);
+      if (typeof t.toolset !== 'string' || !known.includes(t.toolset)) {
+        throw new ConfigError(
+          `${at}.toolset: ${known.length === 0 ? 'no toolsets are configured (QUERYGATE_CONFIG toolsets)' : `one of ${known.join(', ')}`}`,
+        );
+      }
+      const name = t.toolset;
+      // A toolset a reload removed leaves the token with no tools: closed, not open.
+      const caller: Caller = {
+        id: t.name,
+        get tools() {
+          return toolsets!().get(name) ?? NO_TOOLS;
+        },
+      };
+      return { hash, caller };
     }
     if (t.tools === undefined) return { hash, caller: { id: t.name } };
     if (!Array.isArray(t.tools) || !t.tools.every((tool) => typeof tool === 'string' && knownTools.includes(tool))) {

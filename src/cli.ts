@@ -16,7 +16,7 @@ import { todayUtc, yesterdayUtc } from './lib/date-range.js';
 import { createTokenBuckets } from './limits.js';
 import { createLogger, type Logger } from './logger.js';
 import type { Pack } from './pack.js';
-import { loadPacks } from './packs.js';
+import { packsToServe } from './packs.js';
 import { createServer, VERSION } from './server.js';
 import { serveHttp } from './transports/http.js';
 import { serveStdio } from './transports/stdio.js';
@@ -80,10 +80,10 @@ async function main(argv: string[]): Promise<void> {
   const logger = createLogger(config.logLevel);
   if (!['serve', 'doctor', 'migrate', 'seed'].includes(command))
     throw new ConfigError(`unknown command ${command}\n${USAGE}`);
-  const packs = await loadPacks(config.packs);
+  const { packs, paths } = await packsToServe(config);
   switch (command) {
     case 'serve':
-      return serve(config, packs, logger, {
+      return serve(config, packs, paths, logger, {
         http: values.http,
         port: parsePort(values.port),
         host: values.host,
@@ -135,6 +135,7 @@ function parseCount(value: string): number {
 async function serve(
   config: Config,
   packs: readonly Pack[],
+  packPaths: ReadonlyMap<string, string>,
   logger: Logger,
   options: { http: boolean; port: number; host: string; allowUnsafeRole: boolean },
 ): Promise<void> {
@@ -154,6 +155,7 @@ async function serve(
   try {
     app = await startApp(config, logger, {
       packs,
+      packPaths,
       allowUnsafeRole: options.allowUnsafeRole,
       onFatal: (e) => fatal?.(e),
       signal: stopping.signal,
@@ -167,7 +169,7 @@ async function serve(
   try {
     if (options.http) {
       const auth = loadAuthenticator(
-        { envToken: config.httpToken, file: config.httpTokensFile },
+        { envToken: config.httpToken, file: config.httpTokensFile, toolsets: app.toolsets },
         app.deps.registry.tools.map((t) => t.name),
       );
       const http = await serveHttp(

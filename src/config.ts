@@ -1,5 +1,4 @@
 import { ConfigError } from './errors.js';
-import { DEFAULT_PACKS } from './packs.js';
 
 /** Everything the server reads from its environment, parsed once at start-up. */
 export interface Config {
@@ -43,12 +42,17 @@ export interface Config {
   readonly shutdownTimeoutMs: number;
   /** The packs served: shipped packs by name, others by the path of their compiled module. */
   readonly packs: readonly string[];
+  /** The configuration file (JSON or YAML): packs, toolsets and limits, reloaded while serving. */
+  readonly configFile: string | undefined;
 }
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
 
 export const DEFAULT_READER_ROLE = 'querygate_reader';
+
+/** The packs served when neither QUERYGATE_PACKS nor the configuration file names any. */
+export const DEFAULT_PACKS: readonly string[] = ['sales'];
 
 /** Parses the environment; throws a ConfigError naming the variable on the first bad value. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -86,6 +90,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     allowedOrigins: list(env.QUERYGATE_ALLOWED_ORIGINS),
     shutdownTimeoutMs: positiveInt(env, 'QUERYGATE_SHUTDOWN_TIMEOUT_MS', 10_000),
     packs: env.QUERYGATE_PACKS === undefined ? DEFAULT_PACKS : nonEmptyList(env, 'QUERYGATE_PACKS'),
+    configFile: nonEmpty(env.QUERYGATE_CONFIG),
   };
 }
 
@@ -123,7 +128,7 @@ function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): nu
   return Number(raw);
 }
 
-function isTimeZone(name: string): boolean {
+export function isTimeZone(name: string): boolean {
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: name });
     return true;

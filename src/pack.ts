@@ -7,7 +7,7 @@
 import type { Migration } from 'kysely';
 import type pg from 'pg';
 import type { Logger } from './logger.js';
-import { DEFAULT_SMALL_GROUP_THRESHOLD, type AnyTemplate, type QueryTemplate } from './registry.js';
+import type { AnyTemplate, QueryTemplate } from './registry.js';
 
 /** The kinds of personal or internal data, each with the one treatment that makes it safe to return. */
 export type PersonalKind = 'internal_id' | 'name' | 'email' | 'phone';
@@ -68,19 +68,10 @@ export interface Pack {
    */
   readonly maxPlanCost: number;
   /**
-   * The fewest distinct people a grouped row of the pack's tools may stand for (DEFAULT_SMALL_GROUP_THRESHOLD
-   * when unset); the configuration file may set it for a server.
+   * The fewest distinct people a grouped row of the pack's tools may stand for (5 when unset); the
+   * configuration file's small_group_threshold overrides it.
    */
   readonly smallGroupThreshold?: number;
-}
-
-/** Each tool's small-group threshold: the server's setting if any, else its pack's, else the default. */
-export function smallGroupThresholds(packs: readonly Pack[], serverSetting?: number): Record<string, number> {
-  return Object.fromEntries(
-    packs.flatMap((pack) =>
-      pack.templates.map((t) => [t.name, serverSetting ?? pack.smallGroupThreshold ?? DEFAULT_SMALL_GROUP_THRESHOLD]),
-    ),
-  );
 }
 
 /** Checks a pack's own shape; the registry checks its templates. */

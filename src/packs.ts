@@ -2,15 +2,15 @@
  * Finds the packs a server serves. The engine imports no pack: each is loaded by its location, the
  * sales pack shipped with querygate by its name, any other by the path of its compiled module.
  */
-import { isAbsolute, resolve } from 'node:path';
+import { dirname, isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import type { Config } from './config.js';
+import { readConfigFile } from './config-file.js';
 import { ConfigError } from './errors.js';
 import type { Pack } from './pack.js';
 
 /** Packs that ship with querygate, by name: where their module lies from this file. */
 const SHIPPED: Readonly<Record<string, string>> = { sales: '../pack/index.js' };
-
-export const DEFAULT_PACKS: readonly string[] = ['sales'];
 
 /** Where a pack spec points: a shipped pack's name, or a path (from `base`) to a module that exports a pack. */
 export function packLocation(spec: string, base: string = process.cwd()): URL {
@@ -61,4 +61,33 @@ function isPack(value: unknown): value is Pack {
     Array.isArray(pack.readerSchemas) &&
     typeof pack.personalColumns === 'object'
   );
+}
+
+export interface ServedPacks {
+  readonly packs: readonly Pack[];
+  /** For each pack the configuration file names by `path`: that path as written there, by pack name. */
+  readonly paths: ReadonlyMap<string, string>;
+}
+
+/**
+ * The packs a server loads: those the configuration file names (a `path` is read from the file's
+ * folder), else QUERYGATE_PACKS, else the sales pack. A reload may serve fewer of their templates,
+ * but a pack the server did not load at start-up needs a restart.
+ */
+export async function packsToServe(config: Config): Promise<ServedPacks> {
+  const file =
+    config.configFile === undefined
+      ? undefined
+      : readConfigFile(config.configFile, { statementTimeoutMs: config.statementTimeoutMs });
+  if (file?.packs === undefined) return { packs: await loadPacks(config.packs), paths: new Map() };
+  const base = dirname(resolve(config.configFile!));
+  const packs: Pack[] = [];
+  const paths = new Map<string, string>();
+  for (const entry of file.packs) {
+    const pack = await loadPack('name' in entry ? entry.name : entry.path, base);
+    if (packs.some((p) => p.name === pack.name)) throw new ConfigError(`pack "${pack.name}" is named twice`);
+    packs.push(pack);
+    if ('path' in entry) paths.set(pack.name, entry.path);
+  }
+  return { packs, paths };
 }

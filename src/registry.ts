@@ -69,6 +69,8 @@ export const DEFAULT_SMALL_GROUP_THRESHOLD = 5;
 export interface RegistryOptions {
   /** Per tool: the fewest distinct people a grouped row may stand for (DEFAULT_SMALL_GROUP_THRESHOLD). */
   readonly smallGroupThresholds?: Readonly<Record<string, number>>;
+  /** Per tool: limits the configuration file sets, below the template's and the server's own. */
+  readonly limits?: Readonly<Record<string, TemplateLimits>>;
 }
 
 /** What a template's builder must give back: a Kysely select the registry can cap and run. */
@@ -180,6 +182,12 @@ export interface Registry {
 const TOOL_NAME = /^[a-z][a-z0-9]*(_[a-z0-9]+)+$/;
 const PERSONAL_LOOKING_NAME = /(^|_)(email|phone|name|first_name|last_name|id)$/;
 
+/** Limits the configuration file sets on one template, below the template's and the server's own. */
+export interface TemplateLimits {
+  readonly maxRows?: number;
+  readonly timeoutMs?: number;
+}
+
 /** Checks every template against the contract and refuses to build on the first violation. */
 export function createRegistry(templates: readonly AnyTemplate[], options: RegistryOptions = {}): Registry {
   const byName = new Map<string, Entry>();
@@ -223,6 +231,7 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
     });
   }
 
+  const limits = options.limits;
   return {
     tools,
     toolsFor: (caller) => (caller.tools ? tools.filter((t) => caller.tools!.has(t.name)) : tools),
@@ -243,7 +252,7 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
         // The same answer for a tool that does not exist and one outside the toolset: no probing.
         throw new ProtocolError(INVALID_PARAMS, `Unknown tool: ${JSON.stringify(String(name).slice(0, 100))}`);
       }
-      return runTemplate(entry, args, deps, options);
+      return runTemplate(entry, args, deps, options, limits?.[name]);
     },
   };
 }
@@ -543,6 +552,7 @@ async function runTemplate(
   rawArgs: unknown,
   deps: CallDeps,
   options: CallOptions,
+  limit: TemplateLimits | undefined,
 ): Promise<CallToolResult> {
   const { template, knownArgs } = entry;
   const requestId = randomUUID();
@@ -615,16 +625,22 @@ async function runTemplate(
   if (options.signal?.aborted || deps.shutdown?.aborted) cancel();
   try {
     if (!deps.isReady()) return fail(new InfraError('database_unavailable'));
-    const cap = Math.min(template.rowLimit?.(args) ?? MAX_ROWS, MAX_ROWS);
+    const cap = Math.min(template.rowLimit?.(args) ?? MAX_ROWS, MAX_ROWS, limit?.maxRows ?? MAX_ROWS);
     let result: RawResult;
     let dataAsOf: string;
+    // A configured timeout cancels the query on the server, as the client going away does.
+    let timedOut = false;
+    const timer =
+      limit?.timeoutMs === undefined ? undefined : setTimeout(() => ((timedOut = true), cancel()), limit.timeoutMs);
     try {
       dataAsOf = new Date().toISOString();
       result = await deps.db.execute(statementFor(entry, args, cap, deps), abort.signal);
     } catch (err) {
       if (options.signal?.aborted) return cancelled();
       if (deps.shutdown?.aborted) return fail(new InfraError('shutting_down'));
-      return fail(classifyDatabaseError(err), err);
+      return fail(timedOut ? new InfraError('timeout', err) : classifyDatabaseError(err), err);
+    } finally {
+      clearTimeout(timer);
     }
 
     try {

@@ -1,13 +1,16 @@
 /**
  * The MCP server for stdio and in-process transports: one session, one caller. Every message goes
  * through the same dispatcher as HTTP (protocol/dispatcher.ts), so one code path answers every
- * client; the session keeps only what a legacy client set with logging/setLevel.
+ * client; the session keeps only what a legacy client set up (initialize, logging/setLevel). A legacy
+ * client that initialized is sent notifications/tools/list_changed when the tools it sees change; a
+ * 2026-07-28 client asks for them with subscriptions/listen.
  */
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { Caller } from './registry.js';
 import { createDispatcher, type DispatchDeps, type Session } from './protocol/dispatcher.js';
 import { cancelledRequestId, isCancellation, requestIdOf, type RequestId } from './protocol/json-rpc.js';
+import { watchVisibleTools } from './live-registry.js';
 
 export { VERSION, describeServer } from './protocol/identity.js';
 export { LEGACY_VERSIONS as PROTOCOL_VERSIONS, SUPPORTED_VERSIONS } from './protocol/revisions.js';
@@ -21,6 +24,8 @@ export type ServerDeps = DispatchDeps;
  */
 export interface PacedTransport extends Transport {
   unanswered?(id: RequestId): void;
+  /** Aborted when the server starts to stop: a subscription then ends with its answer. */
+  readonly stopping?: AbortSignal;
 }
 
 export interface McpServer {
@@ -55,7 +60,7 @@ export function createServer(deps: ServerDeps, caller: Caller): McpServer {
       if (!abort.signal.aborted) void transport?.send(notification as JSONRPCMessage);
     };
     void dispatcher
-      .handle(message, { caller, signal: abort.signal, session, notify })
+      .handle(message, { caller, signal: abort.signal, closing: transport?.stopping, session, notify })
       .then(async ({ response }) => {
         if (response && !abort.signal.aborted) await transport?.send(response as JSONRPCMessage);
         else if (id !== undefined) transport?.unanswered?.(id);
@@ -72,7 +77,11 @@ export function createServer(deps: ServerDeps, caller: Caller): McpServer {
       transport = next;
       next.onmessage = receive;
       next.onerror = (err) => deps.logger.warn('transport error', { message: err.message });
+      const unwatch = watchVisibleTools(deps.registry, caller, () => {
+        if (session.initialized) void next.send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+      });
       next.onclose = () => {
+        unwatch();
         for (const abort of inFlight.values()) abort.abort();
         inFlight.clear();
         markClosed();

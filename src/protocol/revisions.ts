@@ -30,6 +30,7 @@ export const META = {
   clientInfo: 'io.modelcontextprotocol/clientInfo',
   logLevel: 'io.modelcontextprotocol/logLevel',
   serverInfo: 'io.modelcontextprotocol/serverInfo',
+  subscriptionId: 'io.modelcontextprotocol/subscriptionId',
   traceparent: 'traceparent',
 } as const;
 
@@ -141,6 +142,25 @@ function unsupported(requested: string): EdgeError {
     `Unsupported protocol version ${JSON.stringify(requested.slice(0, 40))}: this server speaks ${SUPPORTED_VERSIONS.join(', ')}`,
     400,
     { supported: [...SUPPORTED_VERSIONS], requested: requested.slice(0, 100) },
+  );
+}
+
+/**
+ * The capabilities a legacy `initialize` is answered with. A legacy client hears of list changes only
+ * outside its requests, which a transport without a standing stream (stateless HTTP offers no GET
+ * stream) cannot do: there, no list is said to announce its changes. A modern client asks for them
+ * with subscriptions/listen on any transport, so `server/discover` keeps them.
+ */
+export function handshakeCapabilities(
+  capabilities: Record<string, unknown>,
+  unsolicited: boolean,
+): Record<string, unknown> {
+  if (unsolicited) return capabilities;
+  return Object.fromEntries(
+    Object.entries(capabilities).map(([name, value]) => [
+      name,
+      isObject(value) && value.listChanged === true ? { ...value, listChanged: false } : value,
+    ]),
   );
 }
 

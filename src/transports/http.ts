@@ -60,6 +60,7 @@ export interface RunningHttp {
   close(): Promise<void>;
 }
 
+const KEEP_ALIVE_MS = 15_000;
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
 /** Without tokens (loopback only), every HTTP client is this one caller. */
 const ANONYMOUS: Caller = { id: 'http' };
@@ -70,7 +71,10 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
       `refusing to serve on ${options.host} without authentication; set QUERYGATE_HTTP_TOKEN or QUERYGATE_HTTP_TOKENS_FILE, or bind 127.0.0.1`,
     );
   }
-  const dispatcher = createDispatcher(deps);
+  // No GET stream: a legacy client cannot be told of anything outside its own requests.
+  const dispatcher = createDispatcher(deps, { unsolicited: false });
+  /** Aborted by close(): subscriptions/listen streams then end with their answer. */
+  const closing = new AbortController();
   const sessions = createSessionIds(options.sessionKey ?? randomBytes(32));
   let allowedHosts = new Set<string>();
   let allowedOrigins = new Set<string>();
@@ -148,6 +152,7 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
     });
     // Log messages the request asked for go ahead of the answer on an SSE stream, opened by the first.
     const streams = /text\/event-stream/i.test(accept);
+    let keepAlive: NodeJS.Timeout | undefined;
     const event = (message: OutgoingMessage): void => {
       if (!res.headersSent) {
         res.writeHead(200, {
@@ -155,12 +160,16 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
           'cache-control': 'no-cache',
           'x-accel-buffering': 'no',
         });
+        // A comment now and then, so that proxies and clients keep a quiet stream (subscriptions/listen) open.
+        keepAlive = setInterval(() => res.write(':\n\n'), KEEP_ALIVE_MS);
+        res.once('close', () => clearInterval(keepAlive));
       }
       res.write(`event: message\ndata: ${encodeMessage(message)}\n\n`);
     };
     const { response, status } = await dispatcher.handle(parsed, {
       caller,
       signal: abort.signal,
+      closing: closing.signal,
       session: {},
       notify: streams ? (notification) => !abort.signal.aborted && event(notification) : undefined,
       header: (name) => {
@@ -169,7 +178,8 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
       },
     });
     if (res.headersSent) {
-      if (response) event(response);
+      clearInterval(keepAlive);
+      if (response && !abort.signal.aborted) event(response);
       res.end();
       return;
     }
@@ -184,12 +194,12 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
     res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) }).end(json);
   }
 
-  let closing = false;
+  let stopping = false;
   const http = createHttpServer((req, res) => {
     // Once stopping, a connection is closed after its answer rather than kept alive for the client's
     // next request: close() would otherwise wait for the client to drop it (about 4 s for Node's).
     res.once('finish', () => {
-      if (closing) setImmediate(() => http.closeIdleConnections());
+      if (stopping) setImmediate(() => http.closeIdleConnections());
     });
     handle(req, res).catch((err: unknown) => {
       logger.error('http request failed', { message: err instanceof Error ? err.message : String(err) });
@@ -223,7 +233,8 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
     server: http,
     close: () =>
       new Promise<void>((resolve) => {
-        closing = true;
+        stopping = true;
+        closing.abort();
         http.close(() => resolve());
         http.closeIdleConnections();
       }),

@@ -14,6 +14,7 @@ import {
   encodeMessage,
   errorResponse,
   idFromPrefix,
+  isObject,
   parseJson,
   requestIdOf,
   type OutgoingMessage,
@@ -77,6 +78,7 @@ export function createStdioTransport(options: StdioOptions = {}): PacedTransport
   let inputPaused = false;
 
   const transport: PacedTransport = {
+    stopping: options.stopping,
     start: async () => {
       input.on('data', onData);
       input.once('end', onEnd);
@@ -160,6 +162,10 @@ export function createStdioTransport(options: StdioOptions = {}): PacedTransport
       deliver(message);
     } else if (options.stopping?.aborted) {
       refuse(id);
+    } else if (isObject(message) && message.method === 'subscriptions/listen') {
+      // A subscription lasts as long as the session: it takes no place among the paced requests, and
+      // the end of stdin ends it rather than waiting for it.
+      deliver(message);
     } else {
       waiting.push({ id, message, bytes: end });
       waitingBytes += end;

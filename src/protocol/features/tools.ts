@@ -3,11 +3,14 @@ import { INVALID_PARAMS, ProtocolError } from '../../errors.js';
 import type { Feature } from '../dispatcher.js';
 import { isObject } from '../json-rpc.js';
 
-/** The tool list changes only with a restart; each caller's list is its own (toolsets). */
-const TOOL_LIST_TTL_MS = 300_000;
+/**
+ * The tool list changes when the configuration file is reloaded, which clients that listen are told
+ * of; a client that does not listen re-lists within a minute. Each caller's list is its own (toolsets).
+ */
+const TOOL_LIST_TTL_MS = 60_000;
 
 export const toolsFeature: Feature = {
-  capabilities: { tools: { listChanged: false } },
+  capabilities: { tools: { listChanged: true } },
   methods: {
     'tools/list': {
       eras: ['legacy', 'modern'],

@@ -1,0 +1,30 @@
+/**
+ * The relations the reader role can see: the views of `support_reporting` over `support`. Their types
+ * are generated from the live schema (`npm run codegen -- support-desk`, see schema.generated.ts), so
+ * a template that names a column the views lack fails the type check. Raw personal data stays in
+ * `support`; the views already mask it at the source, and the server masks every personal column
+ * again on the way out, as PERSONAL_COLUMNS declares.
+ */
+import type { PersonalColumns } from '../../../src/pack.js';
+import type { DB } from './schema.generated.js';
+
+export type SupportDatabase = DB;
+
+/**
+ * Every column that must never leave the server raw. A template that returns one of these without
+ * the matching treatment is refused when the registry is built.
+ */
+export const PERSONAL_COLUMNS: PersonalColumns<SupportDatabase> = {
+  'support_reporting.tickets.id': { kind: 'internal_id', entity: 'ticket' },
+  'support_reporting.tickets.requester_id': { kind: 'internal_id', entity: 'requester' },
+  'support_reporting.tickets.agent_id': { kind: 'internal_id', entity: 'agent' },
+  'support_reporting.tickets.team_id': { kind: 'internal_id', entity: 'team' },
+  'support_reporting.teams.id': { kind: 'internal_id', entity: 'team' },
+  'support_reporting.agents.id': { kind: 'internal_id', entity: 'agent' },
+  'support_reporting.agents.team_id': { kind: 'internal_id', entity: 'team' },
+  'support_reporting.agents.name_initials': { kind: 'name' },
+  'support_reporting.requesters.id': { kind: 'internal_id', entity: 'requester' },
+  'support_reporting.requesters.name_initials': { kind: 'name' },
+  'support_reporting.requesters.email_masked': { kind: 'email' },
+  'support_reporting.requesters.phone_last4': { kind: 'phone' },
+};

@@ -1,0 +1,185 @@
+/**
+ * The configuration file while serving: read once at start-up (a bad file stops the server), then
+ * reloaded when it changes and on SIGHUP. A reload that fails (unreadable, invalid, naming a tool
+ * that does not exist) is refused with the reason in the log, and the configuration in force stays;
+ * one that passes is in force for the next request.
+ */
+import { watch, type FSWatcher } from 'node:fs';
+import { basename, dirname, resolve } from 'node:path';
+import type { Toolsets } from './auth.js';
+import type { Config } from './config.js';
+import {
+  parseConfigFile,
+  readConfigFile,
+  resolveConfigFile,
+  type AvailablePack,
+  type ConfigFile,
+  type ConfigFileOptions,
+  type ResolvedConfig,
+} from './config-file.js';
+import { ConfigError } from './errors.js';
+import { createLiveRegistry, type LiveRegistry } from './live-registry.js';
+import type { Logger } from './logger.js';
+import { createRegistry, DEFAULT_SMALL_GROUP_THRESHOLD, type AnyTemplate, type QueryContext } from './registry.js';
+
+/** Editors save by writing a new file and renaming it over the old one: several events, one reload. */
+const DEBOUNCE_MS = 200;
+
+export interface ConfigWatcher {
+  close(): void;
+}
+
+/**
+ * Reloads the file at `path` when it changes (its folder is watched, so a file replaced by a rename
+ * is seen) and on SIGHUP, and hands each valid one to `target.apply`. A file that does not read or
+ * validate, or that `apply` throws on, is refused with a logged reason naming the field.
+ */
+export function watchConfig(
+  path: string,
+  target: { apply(config: ConfigFile): void | Promise<void> },
+  logger: Logger,
+  options: ConfigFileOptions & { readonly debounceMs?: number },
+): ConfigWatcher {
+  const name = basename(path);
+  let timer: NodeJS.Timeout | undefined;
+  let closed = false;
+  /** One reload at a time; a change during one asks for one more after it. */
+  let running: Promise<void> | undefined;
+  let again = false;
+
+  const reload = async (): Promise<void> => {
+    if (running) {
+      again = true;
+      return running;
+    }
+    running = (async () => {
+      do {
+        again = false;
+        try {
+          const config = readConfigFile(path, options);
+          if (closed) return;
+          await target.apply(config);
+          logger.info('configuration file reloaded', { file: path });
+        } catch (err) {
+          const reason = err instanceof Error ? err.message : String(err);
+          logger.error('configuration file refused; the configuration in force stays', { file: path, reason });
+        }
+      } while (again && !closed);
+    })().finally(() => (running = undefined));
+    return running;
+  };
+  const schedule = (delayMs: number): void => {
+    clearTimeout(timer);
+    timer = setTimeout(() => void reload(), delayMs);
+    timer.unref();
+  };
+
+  let watcher: FSWatcher | undefined;
+  try {
+    watcher = watch(dirname(resolve(path)), (_event, changed) => {
+      if (changed === null || changed === name) schedule(options.debounceMs ?? DEBOUNCE_MS);
+    });
+    watcher.unref();
+    watcher.on('error', (err) =>
+      logger.warn('stopped watching the configuration file', { file: path, reason: err.message }),
+    );
+  } catch (err) {
+    logger.warn('cannot watch the configuration file; SIGHUP still reloads it', {
+      file: path,
+      reason: (err as Error).message,
+    });
+  }
+  const onHangUp = (): void => {
+    logger.info('SIGHUP: reloading the configuration file', { file: path });
+    schedule(0);
+  };
+  process.on('SIGHUP', onHangUp);
+
+  return {
+    close: () => {
+      closed = true;
+      clearTimeout(timer);
+      watcher?.close();
+      process.off('SIGHUP', onHangUp);
+    },
+  };
+}
+
+/** A pack's templates as the server can serve them. */
+export interface ServablePack extends AvailablePack {
+  readonly templates: readonly AnyTemplate[];
+}
+
+export interface LiveConfig {
+  /** The tools in force; it tells its listeners when a reload changes them. */
+  readonly registry: LiveRegistry;
+  /** The query context in force: its time zone is the file's, or QUERYGATE_TIME_ZONE. */
+  readonly ctx: QueryContext;
+  /** The toolsets in force, for bearer tokens that name one. */
+  readonly toolsets: Toolsets;
+  /** The masking key the file sets, if any; it changes only with a restart. */
+  readonly tokenKey: string | undefined;
+  /** The configuration in force. */
+  current(): ResolvedConfig;
+  /** Starts reloading the file (when there is one) on changes and SIGHUP. */
+  watch(): void;
+  close(): void;
+}
+
+/**
+ * The server's configuration from QUERYGATE_CONFIG, or, without it, every available template with
+ * the environment's settings. Throws a ConfigError when the file is bad: the server must not start.
+ */
+export function openLiveConfig(config: Config, available: readonly ServablePack[], logger: Logger): LiveConfig {
+  const options: ConfigFileOptions = { statementTimeoutMs: config.statementTimeoutMs };
+  const build = (file: ConfigFile) => {
+    const resolved = resolveConfigFile(file, available);
+    const templates = available.flatMap((pack) => {
+      const names = resolved.selection.get(pack.pack) ?? [];
+      return pack.templates.filter((t) => names.includes(t.name));
+    });
+    return {
+      resolved,
+      registry: createRegistry(templates, {
+        limits: resolved.limits,
+        smallGroupThresholds: Object.fromEntries(
+          available.flatMap((pack) =>
+            pack.templates.map((t) => [
+              t.name,
+              resolved.smallGroupThreshold ?? pack.smallGroupThreshold ?? DEFAULT_SMALL_GROUP_THRESHOLD,
+            ]),
+          ),
+        ),
+      }),
+      toolsets: new Map(Object.entries(resolved.toolsets).map(([name, tools]) => [name, new Set(tools)])),
+    };
+  };
+  const path = config.configFile;
+  let state = build(path === undefined ? parseConfigFile({}, options) : readConfigFile(path, options));
+  const registry = createLiveRegistry(state.registry);
+  const tokenKey = state.resolved.tokenKey;
+  let watcher: ConfigWatcher | undefined;
+
+  const apply = (file: ConfigFile): void => {
+    if (file.tokenKey !== tokenKey) {
+      throw new ConfigError('QUERYGATE_CONFIG token_key: changes only with a restart, since every token would change');
+    }
+    state = build(file);
+    registry.replace(state.registry);
+  };
+  return {
+    registry,
+    ctx: {
+      get timeZone() {
+        return state.resolved.timeZone ?? config.timeZone;
+      },
+    },
+    toolsets: () => state.toolsets,
+    tokenKey,
+    current: () => state.resolved,
+    watch: () => {
+      if (path !== undefined && watcher === undefined) watcher = watchConfig(path, { apply }, logger, options);
+    },
+    close: () => watcher?.close(),
+  };
+}

@@ -1,0 +1,79 @@
+/**
+ * Subscriptions (2026-07-28's subscriptions/listen): a long-lived request whose notifications are the
+ * changes the client opted in to. The server first acknowledges the subset of the filter it honours,
+ * which for querygate is `toolsListChanged` alone (it has no prompts or resources to change), then
+ * sends `notifications/tools/list_changed` each time the tools this caller sees change. Every one of
+ * them carries the listen request's id as the subscription id. The subscription ends when the client
+ * closes the stream (HTTP) or cancels the request (stdio), which gets no answer, or when the server
+ * stops, which answers it with an empty result.
+ */
+import { INVALID_PARAMS, ProtocolError } from '../../errors.js';
+import { watchVisibleTools } from '../../live-registry.js';
+import type { Feature, HandlerContext } from '../dispatcher.js';
+import { INVALID_REQUEST, isObject } from '../json-rpc.js';
+import { EdgeError, META } from '../revisions.js';
+
+const FLAGS = ['toolsListChanged', 'promptsListChanged', 'resourcesListChanged'] as const;
+
+export const subscriptionsFeature: Feature = {
+  capabilities: {},
+  methods: {
+    'subscriptions/listen': { eras: ['modern'], handle: (params, ctx) => listen(params, ctx) },
+  },
+};
+
+async function listen(params: Record<string, unknown>, ctx: HandlerContext): Promise<Record<string, unknown>> {
+  const { deps, caller, requestId, signal, closing, notify } = ctx;
+  const filter = params.notifications;
+  if (!isObject(filter)) throw invalid('notifications must be an object');
+  for (const flag of FLAGS) {
+    if (filter[flag] !== undefined && typeof filter[flag] !== 'boolean')
+      throw invalid(`notifications.${flag} must be a boolean`);
+  }
+  const uris = filter.resourceSubscriptions;
+  if (uris !== undefined && !(Array.isArray(uris) && uris.every((uri) => typeof uri === 'string'))) {
+    throw invalid('notifications.resourceSubscriptions must be a list of URIs');
+  }
+  if (notify === undefined) {
+    throw new EdgeError(
+      INVALID_REQUEST,
+      'Not Acceptable: subscriptions/listen answers with a stream; accept text/event-stream',
+      406,
+    );
+  }
+
+  const meta = { [META.subscriptionId]: requestId };
+  const tools = filter.toolsListChanged === true;
+  notify({
+    jsonrpc: '2.0',
+    method: 'notifications/subscriptions/acknowledged',
+    params: { _meta: meta, notifications: tools ? { toolsListChanged: true } : {} },
+  });
+  const stop = tools
+    ? watchVisibleTools(deps.registry, caller, () =>
+        notify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: { _meta: meta } }),
+      )
+    : () => undefined;
+  try {
+    await ended(signal, closing);
+  } finally {
+    stop();
+  }
+  // The graceful end, when the server stops; a client that went away gets nothing (the transport drops it).
+  return { _meta: meta };
+}
+
+const invalid = (message: string): ProtocolError => new ProtocolError(INVALID_PARAMS, `Invalid params: ${message}`);
+
+/** Resolves when any of the signals is aborted. */
+function ended(...signals: (AbortSignal | undefined)[]): Promise<void> {
+  return new Promise((resolve) => {
+    const given = signals.filter((s): s is AbortSignal => s !== undefined);
+    const done = (): void => {
+      for (const s of given) s.removeEventListener('abort', done);
+      resolve();
+    };
+    if (given.some((s) => s.aborted)) return resolve();
+    for (const s of given) s.addEventListener('abort', done, { once: true });
+  });
+}
