@@ -6,27 +6,28 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { contractChanges, publicContract, type PublicContract } from '../src/public-contract.js';
+import type { Pack } from '../src/pack.js';
 import { ALL_PACKS, readerUrlFor } from './support/packs.js';
 import { startHarness } from './support/harness.js';
 
 const FILE = 'contract/tools.json';
 const committed = JSON.parse(readFileSync(FILE, 'utf8')) as PublicContract;
-const live = publicContract(ALL_PACKS);
+/** A pack's live contract; a pack the registry refuses fails its own test with the registry's message. */
+const liveOf = (pack: Pack): PublicContract => publicContract([pack]);
 
 const explain = (changes: readonly string[]): string =>
   `The public contract differs from ${FILE}:\n  ${changes.join('\n  ')}\n` +
   `Clients and report scripts depend on it. If the change is meant, run \`npm run contract:update\` and commit ${FILE}; otherwise undo it.`;
 
 describe('the public contract snapshot', () => {
-  it.each(ALL_PACKS.map((p) => [p.name]))('contract: pack %s matches contract/tools.json', (name) => {
-    const changes = contractChanges({ [name]: committed[name]! }, { [name]: live[name]! }).filter(Boolean);
+  it.each(ALL_PACKS.map((p) => [p.name, p] as const))('contract: pack %s matches contract/tools.json', (name, pack) => {
+    const changes = contractChanges({ [name]: committed[name] ?? [] }, liveOf(pack));
     expect(changes, explain(changes)).toEqual([]);
   });
 
   it('contract: lists every pack the tests cover, and no other', () => {
-    expect(Object.keys(committed).sort(), explain(contractChanges(committed, live))).toEqual(
-      ALL_PACKS.map((p) => p.name).sort(),
-    );
+    const packs = ALL_PACKS.map((p) => p.name).sort();
+    expect(Object.keys(committed).sort(), explain(packs.map((p) => `pack ${p}`))).toEqual(packs);
   });
 
   it('contract: the snapshot is what tools/list gives a real client', async () => {
@@ -34,7 +35,7 @@ describe('the public contract snapshot', () => {
       const harness = await startHarness({ readerUrl: readerUrlFor(pack), templates: pack.templates });
       try {
         const { tools } = await harness.client.listTools();
-        const listed = publicContract([pack])[pack.name]!;
+        const listed = liveOf(pack)[pack.name]!;
         expect(tools.map((t) => ({ name: t.name, inputSchema: t.inputSchema, outputSchema: t.outputSchema }))).toEqual(
           listed,
         );
