@@ -57,7 +57,8 @@ beforeAll(() => {
   copy = mkdtempSync(join(tmpdir(), 'querygate-scaffold-'));
   cpSync(join(ROOT, 'pack'), join(copy, 'pack'), { recursive: true });
   cpSync(join(ROOT, 'queries'), join(copy, 'queries'), { recursive: true });
-  for (const linked of ['src', 'migrations', 'examples', 'node_modules']) symlinkSync(join(ROOT, linked), join(copy, linked));
+  for (const linked of ['src', 'migrations', 'examples', 'node_modules'])
+    symlinkSync(join(ROOT, linked), join(copy, linked));
   writeFileSync(join(copy, 'package.json'), JSON.stringify({ type: 'module' })); // TypeScript reads it as ESM
   mkdirSync(join(copy, 'test'));
   symlinkSync(join(ROOT, 'test', 'support'), join(copy, 'test', 'support'));
