@@ -48,7 +48,8 @@ type SourceColumn = string;
  * - `distinct_people`: how many distinct people a grouped row stands for (a `count(distinct …)` of a
  *   personal id). A row for fewer people than the pack's threshold is left out and counted in the
  *   result's `suppressed_groups`, so that a breakdown cannot single anyone out; the count itself is
- *   never returned.
+ *   never returned. NULL says the row is not about people (a branch that groups by day, say) and
+ *   keeps it.
  */
 export type Treatment =
   'plain' | Mask | 'drop' | 'distinct_people' | { readonly bucket: readonly [number, ...number[]] };
@@ -751,7 +752,8 @@ function shapeRows(entry: Entry, result: RawResult, count: number, tokenize: Tok
   let suppressed = 0;
   for (let r = 0; r < count; r++) {
     const raw = result.rows[r]!;
-    if (people && Number(raw[people.index] ?? 0) < entry.threshold) {
+    const standsFor = people ? raw[people.index] : null;
+    if (standsFor !== null && standsFor !== undefined && Number(standsFor) < entry.threshold) {
       suppressed++;
       continue;
     }

@@ -106,6 +106,28 @@ describe('the support desk alone, named by its path', () => {
   });
 });
 
+describe('the support desk by its example configuration file alone', () => {
+  it("serves the pack the file names by path, with the file's row cap", async () => {
+    const admin = await connectAdmin();
+    const { client, stderr } = await serveOverStdio({
+      DATABASE_URL: readerUrlFor(supportDeskPack),
+      QUERYGATE_CONFIG: resolve('examples/support-desk/querygate.yaml'),
+    });
+    try {
+      const { tools } = await client.listTools();
+      expect(tools.map((t) => t.name)).toEqual(SUPPORT_TOOLS);
+      const recent = await call(client, 'query_recent_tickets', { ...MAY, limit: 100 });
+      expect(await ticketsInMay(admin)).toBeGreaterThan(25);
+      expect(recent.row_count).toBe(25);
+      expect(recent.truncated).toBe(true);
+      expect(stderr()).toContain('"packs":["support_desk"]');
+    } finally {
+      await client.close();
+      await admin.end();
+    }
+  });
+});
+
 describe('the sales pack and the support desk together', () => {
   let name: string;
   let server: pg.Client;

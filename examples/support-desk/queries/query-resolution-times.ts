@@ -88,14 +88,14 @@ export const queryResolutionTimes = defineTemplate({
   ],
   output,
   columns: {
-    team: { type: 'text', source: 'support_reporting.teams.name' },
-    ticket_count: { type: 'integer', source: 'computed' },
-    responded_count: { type: 'integer', source: 'computed' },
-    median_first_response_hours: { type: 'number', source: 'computed' },
-    p90_first_response_hours: { type: 'number', source: 'computed' },
-    resolved_count: { type: 'integer', source: 'computed' },
-    median_resolution_hours: { type: 'number', source: 'computed' },
-    p90_resolution_hours: { type: 'number', source: 'computed' },
+    team: { type: 'text', source: 'support_reporting.teams.name', treatment: 'plain' },
+    ticket_count: { type: 'integer', source: 'computed', treatment: 'plain' },
+    responded_count: { type: 'integer', source: 'computed', treatment: 'plain' },
+    median_first_response_hours: { type: 'number', source: 'computed', treatment: 'plain' },
+    p90_first_response_hours: { type: 'number', source: 'computed', treatment: 'plain' },
+    resolved_count: { type: 'integer', source: 'computed', treatment: 'plain' },
+    median_resolution_hours: { type: 'number', source: 'computed', treatment: 'plain' },
+    p90_resolution_hours: { type: 'number', source: 'computed', treatment: 'plain' },
   },
   query: (db, args, ctx) =>
     ticketsCreatedInRange(db, resolveRange(args), ctx.timeZone)

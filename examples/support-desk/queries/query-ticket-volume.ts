@@ -59,7 +59,7 @@ export const queryTicketVolume = defineTemplate({
   description: [
     'Counts the support tickets opened between start_date and end_date (both inclusive, at most 90 days), grouped by day, week (ISO, starting Monday), month, priority or team; optionally only one priority.',
     'Use it for ticket volume questions: "how many tickets per week this quarter?", "which team got the most tickets in May?", "urgent tickets per day last week".',
-    'Periods are labelled by their first day, which may fall before start_date; only tickets opened inside the range are counted, and periods without tickets are not listed. Priorities and teams come busiest first.',
+    'Periods are labelled by their first day, which may fall before start_date; only tickets opened inside the range are counted, and periods without tickets are not listed. Priorities and teams come busiest first; one whose tickets come from fewer requesters than the small-group threshold (5 unless configured) is left out and counted in suppressed_groups.',
   ].join(' '),
   input,
   examples: [
@@ -69,8 +69,10 @@ export const queryTicketVolume = defineTemplate({
   ],
   output,
   columns: {
-    group_key: { type: 'text', source: 'computed' },
-    ticket_count: { type: 'integer', source: 'computed' },
+    group_key: { type: 'text', source: 'computed', treatment: 'plain' },
+    ticket_count: { type: 'integer', source: 'computed', treatment: 'plain' },
+    // A priority's or a team's tickets come from few enough requesters, at times, to single one out.
+    requesters: { type: 'integer', source: 'computed', treatment: 'distinct_people' },
   },
   query: (db, args, ctx) => {
     const range = resolveRange(args);
@@ -80,14 +82,22 @@ export const queryTicketVolume = defineTemplate({
     switch (args.group_by) {
       case 'priority':
         return tickets
-          .select((eb) => ['t.priority as group_key', eb.fn.countAll().as('ticket_count')])
+          .select((eb) => [
+            't.priority as group_key',
+            eb.fn.countAll().as('ticket_count'),
+            eb.fn.count('t.requester_id').distinct().as('requesters'),
+          ])
           .groupBy('t.priority')
           .orderBy('ticket_count', 'desc')
           .orderBy('group_key');
       case 'team':
         return tickets
           .innerJoin('support_reporting.teams as tm', 'tm.id', 't.team_id')
-          .select((eb) => ['tm.name as group_key', eb.fn.countAll().as('ticket_count')])
+          .select((eb) => [
+            'tm.name as group_key',
+            eb.fn.countAll().as('ticket_count'),
+            eb.fn.count('t.requester_id').distinct().as('requesters'),
+          ])
           .groupBy('tm.name')
           .orderBy('ticket_count', 'desc')
           .orderBy('group_key');
@@ -97,6 +107,8 @@ export const queryTicketVolume = defineTemplate({
           .select((eb) => [
             localPeriodOf(eb.ref('t.created_at'), range, ctx.timeZone, period).as('group_key'),
             eb.fn.countAll().as('ticket_count'),
+            // A period is not a group of people: null keeps every period (see the registry's Treatment).
+            sql<string | null>`null::bigint`.as('requesters'),
           ])
           .groupBy(sql.ref('group_key'))
           .orderBy('group_key');
