@@ -341,7 +341,7 @@ describe('contract: each rule fails on a template that breaks it', () => {
   });
 });
 
-describe('contract: the small-groups rule through a real server, before any pack counts people', () => {
+describe('contract: the small-groups rule through a real server, on a template of its own and the same one broken', () => {
   /** Orders per customer region in a range, each row standing for its distinct customers. */
   const regionOrders = defineTemplate({
     name: 'query_region_customers',
