@@ -180,7 +180,8 @@ export interface Registry {
   call(name: string, args: unknown, deps: CallDeps, options: CallOptions): Promise<CallToolResult>;
 }
 
-const TOOL_NAME = /^[a-z][a-z0-9]*(_[a-z0-9]+)+$/;
+/** Tool names: snake_case, a verb and at least one noun (`query_order_count`). */
+export const TOOL_NAME = /^[a-z][a-z0-9]*(_[a-z0-9]+)+$/;
 const PERSONAL_LOOKING_NAME = /(^|_)(email|phone|name|first_name|last_name|id)$/;
 
 /** Limits the configuration file sets on one template, below the template's and the server's own. */

@@ -8,9 +8,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from './errors.js';
-
-/** The registry's rule for tool names (src/registry.ts): snake_case, a verb and at least one noun. */
-const TOOL_NAME = /^[a-z][a-z0-9]*(_[a-z0-9]+)+$/;
+import { TOOL_NAME } from './registry.js';
 
 /** Where a pack's templates find its defineTemplate, from queries/. */
 const PACK_KIT = '../pack/kit.js';
