@@ -7,7 +7,14 @@ import { openDatabase, startApp, STOP_GRACE_MS, type App } from './app.js';
 import { loadAuthenticator } from './auth.js';
 import { loadConfig, type Config } from './config.js';
 import { connectReader, redactUrl } from './db/connect.js';
-import { checkReaderSafety, explainPacks, formatReport, planFails, readerScopeOf } from './db/doctor.js';
+import {
+  checkReaderSafety,
+  explainPacks,
+  formatReport,
+  planFails,
+  readerScopeOf,
+  templatesCheck,
+} from './db/doctor.js';
 import { defaultDataDir, startEmbedded } from './db/embedded.js';
 import { prepareDatabase } from './db/prepare.js';
 import { scaffoldQuery } from './scaffold.js';
@@ -223,7 +230,7 @@ async function doctor(config: Config, packs: readonly Pack[], logger: Logger): P
   const database = await openDatabase(config, packs, logger);
   const reader = connectReader(database.readerUrl, config, logger);
   try {
-    const checks = await checkReaderSafety(database.readerUrl, readerScopeOf(packs));
+    const checks = [templatesCheck(packs), ...(await checkReaderSafety(database.readerUrl, readerScopeOf(packs)))];
     const plans = await explainPacks(reader, packs, { timeZone: config.timeZone }, todayUtc());
     process.stdout.write(`${formatReport(redactUrl(database.readerUrl), checks, plans)}\n`);
     if (checks.some((c) => !c.ok) || plans.some(planFails)) process.exitCode = 1;

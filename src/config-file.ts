@@ -132,7 +132,7 @@ export function fieldPath(path: readonly PropertyKey[]): string {
 }
 
 function refuse(problems: readonly string[]): ConfigError {
-  return new ConfigError(problems.map((p) => `${WHERE} ${p}`).join('; '));
+  return new ConfigError(problems.map((p) => `${WHERE} ${p}`).join('\n'));
 }
 
 /** Checks parsed text against the schema; throws a ConfigError naming every field that breaks a rule. */

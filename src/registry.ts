@@ -288,6 +288,11 @@ function assertTemplate(t: AnyTemplate): void {
       // No one treatment makes such a value safe: select each personal column on its own.
       throw new ConfigError(`${column_} combines personal columns that need different masks (${masks.join(', ')})`);
     }
+    if (masks.length === 1 && treatment === 'distinct_people') {
+      throw new ConfigError(
+        `${column_} counts distinct people: declare its source 'computed' (a count(distinct …) returns how many, never an id)`,
+      );
+    }
     if (masks.length === 1) {
       if (treatment !== masks[0] && treatment !== 'drop') {
         throw new ConfigError(

@@ -4,6 +4,9 @@
  * to apply, and `serve` refuses it unless told --allow-unsafe-role.
  */
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -308,5 +311,38 @@ describe('querygate doctor with a role that is read-only in name only', () => {
     expect(checkNamed(checks, /default_transaction_read_only/).status).toBe('PASS');
     expect(stdout).toContain('UNSAFE');
     expect(code).toBe(1);
+  });
+});
+
+describe('doctor and a template serve would refuse', () => {
+  it('fails it with the registry message, as serve does, naming the column and the treatment', async () => {
+    // A pack module as a user would compile one: the sales pack with one template whose personal
+    // column is declared plain.
+    const folder = await mkdtemp(join(tmpdir(), 'querygate-bad-pack-'));
+    const module = join(folder, 'bad-pack.mjs');
+    await writeFile(
+      module,
+      [
+        `import { definePack } from ${JSON.stringify(resolve('dist/src/pack.js'))};`,
+        `import sales from ${JSON.stringify(resolve('dist/pack/index.js'))};`,
+        "const recent = sales.templates.find((t) => t.name === 'query_recent_orders');",
+        'const columns = { ...recent.columns, customer_email: { ...recent.columns.customer_email, treatment: "plain" } };',
+        "export default definePack({ ...sales, name: 'bad_sales', templates: [{ ...recent, columns }] });",
+      ].join('\n'),
+    );
+    try {
+      const env = { DATABASE_URL: inject('readerUrl'), QUERYGATE_PACKS: module };
+      const doctor = await runCli(['doctor'], env);
+      expect(doctor.code, doctor.stderr).toBe(1);
+      expect(doctor.stdout).toMatch(/^\s*FAIL\s+every template passes the registry's checks/m);
+      expect(doctor.stdout).toContain(
+        'template query_recent_orders: column customer_email returns personal data (reporting.customers.email_masked, email) and must declare treatment "mask_email"',
+      );
+      const serve = await runCli(['serve'], env);
+      expect(serve.code).toBe(2);
+      expect(serve.stderr).toContain('column customer_email returns personal data');
+    } finally {
+      await rm(folder, { recursive: true, force: true });
+    }
   });
 });

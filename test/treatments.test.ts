@@ -209,6 +209,20 @@ describe('a template is refused at start-up, with a message naming the rule and 
     );
   });
 
+  it('when a count of distinct people declares the id it counts as its source', () => {
+    const misdeclared = {
+      ...regionOrders,
+      name: 'query_misdeclared',
+      columns: {
+        ...regionOrders.columns,
+        customers: { type: 'integer', source: 'reporting.orders.customer_id', treatment: 'distinct_people' },
+      },
+    } as AnyTemplate;
+    expect(() => createRegistry([misdeclared])).toThrow(
+      "template query_misdeclared: column customers counts distinct people: declare its source 'computed' (a count(distinct …) returns how many, never an id)",
+    );
+  });
+
   it('when a column declares no treatment', () => {
     const { treatment: _t, ...bare } = bandedOrders.columns.amount_band!;
     const untreated = {

@@ -5,7 +5,8 @@
 import pg from 'pg';
 import { widestArguments } from '../lib/widest-arguments.js';
 import type { Pack, PersonalColumn } from '../pack.js';
-import type { QueryContext } from '../registry.js';
+import { ConfigError } from '../errors.js';
+import { createRegistry, type QueryContext } from '../registry.js';
 import type { ReaderDatabase } from './connect.js';
 import { personalDataChecks } from './personal-data-checks.js';
 import { READER_TEMP_FILE_LIMIT } from './reader-role.js';
@@ -521,6 +522,26 @@ export async function explainPacks(
     }
   }
   return costs;
+}
+
+/**
+ * The registry's start-up checks of every served template (treatments, selections, bound values,
+ * examples), so that doctor fails a template `serve` would refuse, with the same message.
+ */
+export function templatesCheck(packs: readonly Pack[]): SafetyCheck {
+  const name = "every template passes the registry's checks";
+  try {
+    createRegistry(packs.flatMap((pack) => pack.templates));
+    return { name, ok: true };
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    return {
+      name,
+      ok: false,
+      detail: err.message,
+      fix: 'change the template as the message says; serve refuses it until then',
+    };
+  }
 }
 
 /** A plan that failed, or costs more than its pack allows. */
