@@ -21,7 +21,7 @@ import { z } from 'zod';
 import { orderHoursInRange, ordersInRange } from '../pack/range-sql.js';
 import { ORDER_STATUSES, orderStatus, type OrderStatus } from '../pack/statuses.js';
 import { rollupCovers } from '../src/db/range-sql.js';
-import { checkDateRange, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
+import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
 import { count, echoRange, rangeEcho } from '../src/lib/result-shape.js';
 import { defineTemplate } from '../pack/kit.js';
 
@@ -30,7 +30,7 @@ const input = z
     ...dateRangeFields,
     status: orderStatus.optional().describe('Count only orders in this status; omit to count all and break them down'),
   })
-  .superRefine(checkDateRange);
+  .superRefine(checkDateRange, DATE_RANGE_ALWAYS);
 
 const output = z.object({
   ...rangeEcho,

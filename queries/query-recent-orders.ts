@@ -18,7 +18,7 @@ import { z } from 'zod';
 import { ordersInRange } from '../pack/range-sql.js';
 import { ORDER_STATUSES, orderStatus } from '../pack/statuses.js';
 import { rowLimit } from '../src/lib/arguments.js';
-import { checkDateRange, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
+import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
 import { currency, echoRange, money, rangeEcho, rowsEnvelope } from '../src/lib/result-shape.js';
 import { defineTemplate } from '../pack/kit.js';
 
@@ -28,7 +28,7 @@ const input = z
     status: orderStatus.optional().describe('Only orders in this status; omit for every status'),
     limit: rowLimit(20),
   })
-  .superRefine(checkDateRange);
+  .superRefine(checkDateRange, DATE_RANGE_ALWAYS);
 
 const row = z.object({
   order_ref: z.string().describe('Opaque, stable reference of the order (not its internal id)'),

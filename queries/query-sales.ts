@@ -31,7 +31,7 @@ import { netOrdersByRegionInRange, orderHoursInRange, ordersInRange } from '../p
 import { NON_REVENUE_STATUSES } from '../pack/statuses.js';
 import { localPeriodOf, rollupCovers, type Period } from '../src/db/range-sql.js';
 import { oneOf } from '../src/lib/arguments.js';
-import { checkDateRange, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
+import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
 import { count, currency, echoRange, money, rangeEcho, rowsEnvelope } from '../src/lib/result-shape.js';
 
 const GROUPINGS = ['day', 'week', 'month', 'region', 'category'] as const;
@@ -42,7 +42,7 @@ const input = z
     ...dateRangeFields,
     group_by: oneOf(GROUPINGS, 'How to group the sales'),
   })
-  .superRefine(checkDateRange);
+  .superRefine(checkDateRange, DATE_RANGE_ALWAYS);
 
 const row = z.object({
   period: z.string().optional().describe('First day of the day, ISO week (Monday) or month, YYYY-MM-DD'),

@@ -34,7 +34,7 @@ import { sql } from 'kysely';
 import { z } from 'zod';
 import { netItemsInRange } from '../pack/range-sql.js';
 import { oneOf, rowLimit } from '../src/lib/arguments.js';
-import { checkDateRange, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
+import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
 import { count, currency, echoRange, money, rangeEcho, rowsEnvelope } from '../src/lib/result-shape.js';
 import { defineTemplate } from '../pack/kit.js';
 
@@ -46,7 +46,7 @@ const input = z
     limit: rowLimit(10),
     metric: oneOf(METRICS, 'What to rank by').default('revenue'),
   })
-  .superRefine(checkDateRange);
+  .superRefine(checkDateRange, DATE_RANGE_ALWAYS);
 
 const row = z.object({
   sku: z.string(),

@@ -23,6 +23,7 @@ import {
 import { argumentCombinations } from './lib/argument-combinations.js';
 import { MAX_ROWS } from './lib/arguments.js';
 import { parseDay, quote } from './lib/date-range.js';
+import { localToday, resolvePeriod, type Period } from './lib/periods.js';
 import { MASK_FOR, MASKS, initials, lastFourDigits, maskEmail, type Mask, type Tokenizer } from './lib/masking.js';
 import type { CallLimits } from './limits.js';
 import type { Logger } from './logger.js';
@@ -143,6 +144,8 @@ export interface CallDeps {
   readonly isReady: () => boolean;
   /** Aborted when a stopping server gives up waiting: calls still running are cancelled. */
   readonly shutdown?: AbortSignal;
+  /** The clock `period` arguments are resolved by (milliseconds since the epoch); Date.now when unset. */
+  readonly now?: () => number;
 }
 
 /** Who is calling: a token's name and toolset, or the stdio session. */
@@ -226,7 +229,7 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
     tools.push({
       name: template.name,
       title: template.title,
-      description: describe(template),
+      description: describe(template, inputSchema),
       inputSchema,
       outputSchema: jsonSchema(output, 'output') as Tool['outputSchema'],
       annotations: { title: template.title, ...TOOL_ANNOTATIONS },
@@ -339,11 +342,29 @@ function sourcesOf(column: ColumnSpec): readonly SourceColumn[] {
   return typeof column.source === 'string' ? [column.source] : column.source;
 }
 
-/** The description a model reads: the template's text and its first two examples. */
-function describe(template: AnyTemplate): string {
+/** The description a model reads: the template's text, its first two examples, and when to give a period. */
+function describe(template: AnyTemplate, inputSchema: Tool['inputSchema']): string {
   const shown = template.examples.slice(0, 2).map((e) => JSON.stringify(e));
-  return `${template.description} Example input: ${shown.join(' or ')}.`;
+  const relative =
+    inputSchema.properties && 'period' in inputSchema.properties
+      ? ' For a relative question ("last week", "this month so far") give period instead of the dates, e.g. {"period": "last_week"}: the server knows what day it is in the reporting time zone.'
+      : '';
+  return `${template.description} Example input: ${shown.join(' or ')}.${relative}`;
 }
+
+/**
+ * A validated call's arguments with its `period`, if any, turned into the days it stands for on the
+ * day `nowMs` falls on in the reporting time zone; the period stays, for the result to echo.
+ */
+export function resolvePeriods(args: unknown, timeZone: string, nowMs: number): unknown {
+  if (typeof args !== 'object' || args === null) return args;
+  const { period } = args as { period?: Period };
+  if (period === undefined) return args;
+  return { ...args, ...resolvePeriod(period, localToday(timeZone, nowMs)) };
+}
+
+/** The instant start-up checks resolve periods at: any would do, a fixed one keeps the checks repeatable. */
+const CHECK_NOW = Date.parse('2025-06-15T12:00:00Z');
 
 /**
  * A whole-hour zone and a half-hour one: range templates that read hourly rollups in the first read
@@ -385,7 +406,7 @@ function assertSelections(template: AnyTemplate): void {
     if (!parsed.success) continue; // a combination the schema refuses is never compiled for a caller either
     for (const timeZone of CHECK_ZONES) {
       const branch = `(arguments ${JSON.stringify(parsed.data)}, time zone ${timeZone})`;
-      const capped = template.query(compiler, parsed.data, { timeZone }).limit(1);
+      const capped = template.query(compiler, resolvePeriods(parsed.data, timeZone, CHECK_NOW), { timeZone }).limit(1);
       // The operation tree is all the check reads: skip writing the SQL text when the builder can.
       const query =
         'toOperationNode' in capped ? (capped as OperationNodeSource).toOperationNode() : capped.compile().query;
@@ -441,11 +462,13 @@ function assertBoundValues(template: AnyTemplate, inputSchema: Tool['inputSchema
   for (const combination of argumentCombinations(where, template.input, template.examples)) {
     const parsed = template.input.safeParse(combination);
     if (!parsed.success) continue;
-    const args = parsed.data as Record<string, unknown>;
-    for (const [field, changed] of changedValues(args, free)) {
-      const other = template.input.safeParse(changed);
-      if (!other.success) continue;
-      for (const timeZone of CHECK_ZONES) {
+    for (const timeZone of CHECK_ZONES) {
+      const args = resolvePeriods(parsed.data, timeZone, CHECK_NOW) as Record<string, unknown>;
+      for (const [field, changed] of changedValues(args, free)) {
+        // The period has been resolved to days: the changed days are checked as days.
+        const { period: _period, ...days } = changed;
+        const other = template.input.safeParse(days);
+        if (!other.success) continue;
         const sql = (values: unknown): string => template.query(compiler, values, { timeZone }).limit(1).compile().sql;
         if (sql(args) !== sql(other.data)) {
           throw new ConfigError(
@@ -610,8 +633,10 @@ async function runTemplate(
     });
     return errorResult(error, requestId);
   }
-  const args: unknown = parsed.data;
-  validArgs = parsed.data as Record<string, unknown>;
+  // A period becomes its days now, in the reporting time zone: the statement, its cache key and the
+  // audit line all see the days the call covered.
+  const args: unknown = resolvePeriods(parsed.data, deps.ctx.timeZone, (deps.now ?? Date.now)());
+  validArgs = args as Record<string, unknown>;
 
   // Nobody waits for the answer to a call the client gave up on, whether it was waiting for a
   // connection or running: that is neither a refusal, a timeout nor a failure.
@@ -881,7 +906,7 @@ function describeIssues(error: z.ZodError, rawArgs: unknown, knownArgs: readonly
     const value = valueAt(rawArgs, issue.path);
     if (issue.path.length === 0 && issue.code === 'invalid_type')
       return { field, rule: 'arguments must be a JSON object' };
-    if (value === undefined) return { field, rule: 'is required' };
+    if (value === undefined && issue.code !== 'custom') return { field, rule: 'is required' };
     if (issue.code === 'invalid_type') {
       if (issue.expected === 'int') return { field, rule: `must be a whole number, got ${quote(value)}` };
       return { field, rule: `must be a ${issue.expected}, got ${typeName(value)}` };

@@ -114,7 +114,7 @@ import { z } from 'zod';
 import { defineTemplate } from '${PACK_KIT}';
 import { ConfigError } from '${src}/errors.js';
 import { rowLimit } from '${src}/lib/arguments.js';
-import { checkDateRange, dateRangeFields } from '${src}/lib/date-range.js';
+import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields } from '${src}/lib/date-range.js';
 import { echoRange, rangeEcho, rowsEnvelope } from '${src}/lib/result-shape.js';
 
 // The input, from the shared argument types only, so every tool words its rules the same way:
@@ -126,7 +126,7 @@ const input = z
     ...dateRangeFields,
     limit: rowLimit(20),
   })
-  .superRefine(checkDateRange);
+  .superRefine(checkDateRange, DATE_RANGE_ALWAYS);
 
 // One row of the answer: every field, with a description a model reads. TODO replace todo, e.g.
 //   day: z.string().describe('The day, YYYY-MM-DD'),

@@ -81,7 +81,7 @@ describe('other arguments', () => {
 
   it('refuses unknown argument names and lists the known ones', async () => {
     expect(await rejected('query_order_count', { ...count('2025-01-01', '2025-01-02'), region: 'Europe' })).toContain(
-      '"region": is not a known argument; the arguments are start_date, end_date, status',
+      '"region": is not a known argument; the arguments are start_date, end_date, period, status',
     );
   });
 

@@ -13,7 +13,7 @@ import { defineTemplate } from '../pack/kit.js';
 import { ordersInRange } from '../pack/range-sql.js';
 import { explainPacks, type PlanCost } from '../src/db/doctor.js';
 import { ConfigError } from '../src/errors.js';
-import { checkDateRange, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
+import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
 import { widestArguments } from '../src/lib/widest-arguments.js';
 import type { Pack } from '../src/pack.js';
 import {
@@ -347,7 +347,7 @@ describe('contract: the small-groups rule through a real server, on a template o
     name: 'query_region_customers',
     title: 'Orders by region',
     description: 'Counts the orders of a range per customer region; regions of too few customers are left out.',
-    input: z.strictObject({ ...dateRangeFields }).superRefine(checkDateRange),
+    input: z.strictObject({ ...dateRangeFields }).superRefine(checkDateRange, DATE_RANGE_ALWAYS),
     // One day and one month: few customers a region on the day, more over the month.
     examples: [
       { start_date: LAST_DAY, end_date: LAST_DAY },

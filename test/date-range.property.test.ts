@@ -5,11 +5,17 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { checkDateRange, dateRangeFields, MAX_RANGE_DAYS, resolveRange } from '../src/lib/date-range.js';
+import {
+  checkDateRange,
+  DATE_RANGE_ALWAYS,
+  dateRangeFields,
+  MAX_RANGE_DAYS,
+  resolveRange,
+} from '../src/lib/date-range.js';
 import { connectAdmin, startHarness, textOf, type Harness } from './support/harness.js';
 import { loadSalesData, ordersBetween, type SalesData } from './support/sales-data.js';
 
-const schema = z.strictObject({ ...dateRangeFields }).superRefine(checkDateRange);
+const schema = z.strictObject({ ...dateRangeFields }).superRefine(checkDateRange, DATE_RANGE_ALWAYS);
 type Field = 'start_date' | 'end_date';
 const FIELDS: readonly Field[] = ['start_date', 'end_date'];
 

@@ -12,7 +12,7 @@ import { queryRecentOrders } from '../queries/query-recent-orders.js';
 import { ordersInRange } from '../pack/range-sql.js';
 import type { ReportingDatabase } from '../pack/schema.js';
 import { oneOf } from '../src/lib/arguments.js';
-import { checkDateRange, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
+import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
 import { createRegistry, type AnyTemplate, type ColumnSpec, type QueryContext } from '../src/registry.js';
 
 // The probes reach into any table the test names; their builder's types are not the point here.
@@ -154,7 +154,9 @@ describe('item 5: the start-up check refuses a personal or id column wrapped in 
 
 describe('item 5: the start-up check covers every branch the arguments select', () => {
   const VIEWS = ['summary', 'detail'] as const;
-  const input = z.strictObject({ ...dateRangeFields, view: oneOf(VIEWS, 'What to show') }).superRefine(checkDateRange);
+  const input = z
+    .strictObject({ ...dateRangeFields, view: oneOf(VIEWS, 'What to show') })
+    .superRefine(checkDateRange, DATE_RANGE_ALWAYS);
   const branching: AnyTemplate = {
     ...recent,
     name: 'query_probe',

@@ -29,7 +29,11 @@ describe('the registry', () => {
       expect(tool.description).toMatch(/Example input: \{/);
       expect(tool.annotations).toMatchObject(TOOL_ANNOTATIONS);
       expect(tool.inputSchema).toMatchObject({ type: 'object', additionalProperties: false });
-      expect(tool.inputSchema.required).toEqual(expect.arrayContaining(['start_date', 'end_date']));
+      // The days or a period, never both, checked by the shared date range: neither is required alone.
+      expect(Object.keys(tool.inputSchema.properties ?? {})).toEqual(
+        expect.arrayContaining(['start_date', 'end_date', 'period']),
+      );
+      expect(tool.inputSchema.required ?? []).not.toContain('start_date');
       expect(tool.outputSchema).toMatchObject({ type: 'object' });
     },
   );

@@ -28,7 +28,10 @@ function fillIn(source: string): string {
       "import { ConfigError } from '../src/errors.js';\n",
       "import { startOfDay } from '../src/db/range-sql.js';\n",
     )
-    .replace('{ checkDateRange, dateRangeFields }', '{ checkDateRange, dateRangeFields, resolveRange }')
+    .replace(
+      '{ checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields }',
+      '{ checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange }',
+    )
     .replace('  todo: z.number(),', '  status: z.string(),\n  order_count: z.number(),')
     .replace(
       "    todo: { type: 'integer', source: 'computed', treatment: 'plain' },",

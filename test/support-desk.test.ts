@@ -391,7 +391,7 @@ describe('rejected calls name the field and the rule', () => {
     [
       'query_resolution_times',
       { ...RANGE, team: 'Billing' },
-      /"team": is not a known argument; the arguments are start_date, end_date, priority/,
+      /"team": is not a known argument; the arguments are start_date, end_date, period, priority/,
     ],
     ['query_recent_tickets', { ...RANGE, limit: 101 }, /limit.*at most 100/],
     [

@@ -10,11 +10,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTemplate } from '../pack/kit.js';
 import { ordersInRange } from '../pack/range-sql.js';
-import { checkDateRange, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
+import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
 import { bucketOf, createRegistry, type AnyTemplate } from '../src/registry.js';
 import { connectAdmin, startHarness, structured, textOf, type Harness } from './support/harness.js';
 
-const input = z.strictObject({ ...dateRangeFields }).superRefine(checkDateRange);
+const input = z.strictObject({ ...dateRangeFields }).superRefine(checkDateRange, DATE_RANGE_ALWAYS);
 const BOUNDS = [50, 100, 500] as const;
 
 /** The latest orders of a range: a token, the amount as a band, and the customer id kept from leaving. */

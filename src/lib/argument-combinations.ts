@@ -86,7 +86,9 @@ export function argumentCombinations(
       const given = Object.hasOwn(example, name)
         ? example[name]
         : (examples.find((e) => Object.hasOwn(e, name))?.[name] ?? UNKNOWN);
-      const values = dedupe(variantsOf(schema, given));
+      // A period is resolved to days before a template sees it (the registry's resolvePeriods): one
+      // period stands for them all, and the days it gives are checked like any others.
+      const values = name === 'period' ? ['last_week', ABSENT] : dedupe(variantsOf(schema, given));
       if (values.length === 0 || values.every((v) => v === ABSENT)) {
         // An optional argument whose present branch no example can give a value to.
         throw new ConfigError(

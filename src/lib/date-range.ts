@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { memoize } from './memo.js';
+import { PERIODS, type Period } from './periods.js';
 
 export const MAX_RANGE_DAYS = 90;
 const ISO_DAY = /^\d{4}-\d{2}-\d{2}$/;
@@ -56,19 +57,64 @@ const calendarDay = (what: string): z.ZodString =>
     })
     .describe(`${what} (YYYY-MM-DD, inclusive, in the reporting time zone)`);
 
-/** The two date fields, spread into each tool's input object. */
+/**
+ * The date fields, spread into each tool's input object: two days, or a period the server resolves
+ * at call time in the reporting time zone (src/lib/periods.ts), never both.
+ */
 export const dateRangeFields = {
-  start_date: calendarDay('First day of the range'),
-  end_date: calendarDay('Last day of the range'),
+  start_date: calendarDay('First day of the range').optional(),
+  end_date: calendarDay('Last day of the range').optional(),
+  period: z
+    .enum(PERIODS, { error: (iss) => `${quote(iss.input)} is not allowed; use one of ${PERIODS.join(', ')}` })
+    .optional()
+    .describe(
+      `A period relative to today in the reporting time zone, instead of start_date and end_date: one of ${PERIODS.join(', ')}. Weeks run Monday to Sunday; last_N_days are N whole days ending yesterday. Prefer it for relative questions ("last week", "this month so far").`,
+    ),
 };
 
-interface DateRangeInput {
-  start_date: string;
-  end_date: string;
+export interface DateRangeInput {
+  start_date?: string | undefined;
+  end_date?: string | undefined;
+  period?: Period | undefined;
 }
 
-/** The cross-field rules; attach with `.superRefine(checkDateRange)` after the fields parsed. */
+/**
+ * Runs checkDateRange even when another argument broke a rule, so that a call missing its dates hears
+ * so alongside the rest: `.superRefine(checkDateRange, DATE_RANGE_ALWAYS)`.
+ */
+export const DATE_RANGE_ALWAYS = {
+  when: (payload: { value: unknown }): boolean =>
+    typeof payload.value === 'object' && payload.value !== null && !Array.isArray(payload.value),
+};
+
+/**
+ * The cross-field rules; attach with `.superRefine(checkDateRange, DATE_RANGE_ALWAYS)`: either
+ * `period` or both days, and then the days in order and at most MAX_RANGE_DAYS apart.
+ */
 export function checkDateRange(value: DateRangeInput, ctx: z.RefinementCtx): void {
+  const given = [value.start_date, value.end_date].filter((d) => d !== undefined).length;
+  if (value.period !== undefined) {
+    if (given > 0) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['period'],
+        message: 'give either period or start_date and end_date, not both',
+      });
+    }
+    return;
+  }
+  if (given < 2) {
+    for (const field of ['start_date', 'end_date'] as const) {
+      if (value[field] === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [field],
+          message: `is required, unless period is given (${PERIODS.slice(0, 4).join(', ')}, …)`,
+        });
+      }
+    }
+    return;
+  }
   const range = rangeOf(value);
   if (!range) return;
   const { days } = range;
@@ -82,7 +128,7 @@ export function checkDateRange(value: DateRangeInput, ctx: z.RefinementCtx): voi
     ctx.addIssue({
       code: 'custom',
       path: ['end_date'],
-      message: `the range ${value.start_date}..${value.end_date} spans ${days} days; at most ${MAX_RANGE_DAYS} days are allowed, so end_date may be at most ${formatDay(addDays(parseDay(value.start_date)!, MAX_RANGE_DAYS - 1))}`,
+      message: `the range ${value.start_date}..${value.end_date} spans ${days} days; at most ${MAX_RANGE_DAYS} days are allowed, so end_date may be at most ${formatDay(addDays(parseDay(value.start_date!)!, MAX_RANGE_DAYS - 1))}`,
     });
   }
 }
@@ -95,6 +141,7 @@ export interface ResolvedRange {
   readonly days: number;
 }
 
+/** A validated range; the registry has already turned a `period` into its days (resolvePeriods). */
 export function resolveRange(value: DateRangeInput): ResolvedRange {
   const range = rangeOf(value);
   if (!range) throw new TypeError('resolveRange called before validation');
@@ -103,6 +150,8 @@ export function resolveRange(value: DateRangeInput): ResolvedRange {
 
 /** The resolved range of two days (days < 1 when end is before start); undefined if either is not a real day. */
 function rangeOf(value: DateRangeInput): ResolvedRange | undefined {
+  // Checked before the fields parsed too (DATE_RANGE_ALWAYS): anything but a string is no day.
+  if (typeof value.start_date !== 'string' || typeof value.end_date !== 'string') return undefined;
   if (!ISO_DAY.test(value.start_date) || !ISO_DAY.test(value.end_date)) return undefined;
   return rangeMemo(`${value.start_date} ${value.end_date}`);
 }

@@ -1,7 +1,8 @@
 /** Output schema pieces shared by the tools, so every result echoes its range and pages the same way. */
 import { z } from 'zod';
 import { MAX_ROWS } from './arguments.js';
-import { resolveRange } from './date-range.js';
+import { resolveRange, type DateRangeInput } from './date-range.js';
+import { PERIODS, type Period } from './periods.js';
 import { dayStart } from './local-day.js';
 
 export const money = z.number().describe('Amount in `currency`, rounded to 2 decimals');
@@ -24,6 +25,12 @@ export const rangeEcho = {
   ends_before: z
     .string()
     .describe('First instant no longer covered: the start of the day after end_date, as starts_at'),
+  period: z
+    .enum(PERIODS)
+    .nullable()
+    .describe(
+      'The period asked for, resolved to start_date and end_date when the call was made; null for explicit dates',
+    ),
 };
 
 /** A capped list of flat rows with an honest truncation flag. */
@@ -43,10 +50,11 @@ export interface RangeEcho {
   time_zone: string;
   starts_at: string;
   ends_before: string;
+  period: Period | null;
 }
 
 /** Echo of the range the caller asked for, resolved to instants in the time zone the server read it in. */
-export function echoRange(args: { start_date: string; end_date: string }, timeZone: string): RangeEcho {
+export function echoRange(args: DateRangeInput, timeZone: string): RangeEcho {
   const range = resolveRange(args);
   return {
     start_date: range.startDate,
@@ -54,5 +62,6 @@ export function echoRange(args: { start_date: string; end_date: string }, timeZo
     time_zone: timeZone,
     starts_at: dayStart(range.startDate, timeZone).local,
     ends_before: dayStart(range.endExclusive, timeZone).local,
+    period: args.period ?? null,
   };
 }

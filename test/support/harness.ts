@@ -27,6 +27,8 @@ export interface HarnessOptions {
   readonly limits?: Partial<LimitsOptions>;
   readonly poolMax?: number;
   readonly isReady?: () => boolean;
+  /** The clock periods are resolved by. */
+  readonly now?: () => number;
 }
 
 export interface Harness {
@@ -67,6 +69,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       }),
       ctx: { timeZone: options.timeZone ?? 'UTC' },
       isReady: options.isReady ?? (() => true),
+      ...(options.now ? { now: options.now } : {}),
     },
     options.caller ?? { id: 'test' },
   );

@@ -20,7 +20,7 @@
  */
 import { z } from 'zod';
 import { rowLimit } from '../../../src/lib/arguments.js';
-import { checkDateRange, dateRangeFields, resolveRange } from '../../../src/lib/date-range.js';
+import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../../../src/lib/date-range.js';
 import { echoRange, rangeEcho, rowsEnvelope } from '../../../src/lib/result-shape.js';
 import { defineTemplate } from '../pack/kit.js';
 import { PRIORITIES, TICKET_STATUSES, priority, ticketStatus } from '../pack/priorities.js';
@@ -33,7 +33,7 @@ const input = z
     priority: priority.optional().describe('Only tickets of this priority; omit for every priority'),
     limit: rowLimit(20),
   })
-  .superRefine(checkDateRange);
+  .superRefine(checkDateRange, DATE_RANGE_ALWAYS);
 
 const row = z.object({
   ticket_ref: z.string().describe('Opaque, stable reference of the ticket (not its internal id)'),

@@ -22,7 +22,7 @@
  */
 import { sql, type Expression, type RawBuilder } from 'kysely';
 import { z } from 'zod';
-import { checkDateRange, dateRangeFields, resolveRange } from '../../../src/lib/date-range.js';
+import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../../../src/lib/date-range.js';
 import { count, echoRange, rangeEcho, rowsEnvelope } from '../../../src/lib/result-shape.js';
 import type { ResultRow } from '../../../src/registry.js';
 import { defineTemplate } from '../pack/kit.js';
@@ -34,7 +34,7 @@ const input = z
     ...dateRangeFields,
     priority: priority.optional().describe('Only tickets of this priority; omit for every priority'),
   })
-  .superRefine(checkDateRange);
+  .superRefine(checkDateRange, DATE_RANGE_ALWAYS);
 
 const hours = z.number().nonnegative().nullable();
 

@@ -19,7 +19,7 @@ import { sql } from 'kysely';
 import { z } from 'zod';
 import { localPeriodOf, type Period } from '../../../src/db/range-sql.js';
 import { oneOf } from '../../../src/lib/arguments.js';
-import { checkDateRange, dateRangeFields, resolveRange } from '../../../src/lib/date-range.js';
+import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../../../src/lib/date-range.js';
 import { count, echoRange, rangeEcho, rowsEnvelope } from '../../../src/lib/result-shape.js';
 import { defineTemplate } from '../pack/kit.js';
 import { PRIORITIES, priority } from '../pack/priorities.js';
@@ -34,7 +34,7 @@ const input = z
     group_by: oneOf(GROUPINGS, 'How to group the tickets'),
     priority: priority.optional().describe('Count only tickets of this priority; omit to count every priority'),
   })
-  .superRefine(checkDateRange);
+  .superRefine(checkDateRange, DATE_RANGE_ALWAYS);
 
 const row = z.object({
   period: z.string().optional().describe('First day of the day, ISO week (Monday) or month, YYYY-MM-DD'),
