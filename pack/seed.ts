@@ -4,10 +4,8 @@
  * a PRNG seeded by the order's index, so they can be generated again for the second COPY without
  * holding a million orders in memory.
  */
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import pg from 'pg';
-import { from as copyFrom } from 'pg-copy-streams';
+import type pg from 'pg';
+import { copyInto, demoInstants, loadDemoData, pick, prng, weightedIndex } from '../src/db/demo-data.js';
 import { ConfigError } from '../src/errors.js';
 import { parseDay } from '../src/lib/date-range.js';
 import type { Logger } from '../src/logger.js';
@@ -51,18 +49,6 @@ const ROLLUP_TRIGGERS = [
   ['sales.orders', 'orders_touch_customer'],
   ['sales.orders', 'orders_touch_new_customer'],
 ] as const;
-
-/** mulberry32: small, fast and good enough for demo data; the same seed gives the same sequence. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const FIRST = [
   'Ada',
@@ -135,16 +121,8 @@ const CATEGORIES: Record<string, readonly string[]> = {
 };
 const ADJECTIVES = ['Classic', 'Pro', 'Eco', 'Compact', 'Deluxe', 'Smart'];
 
-const pick = <T>(rand: () => number, items: readonly T[]): T => items[Math.floor(rand() * items.length)]!;
-
-function weighted<T>(rand: () => number, items: readonly T[], weights: readonly number[]): T {
-  let r = rand();
-  for (let i = 0; i < items.length; i++) {
-    r -= weights[i]!;
-    if (r < 0) return items[i]!;
-  }
-  return items[items.length - 1]!;
-}
+const weighted = <T>(rand: () => number, items: readonly T[], weights: readonly number[]): T =>
+  items[weightedIndex(rand, weights)]!;
 
 const cents = (value: number): string => `${Math.floor(value / 100)}.${String(value % 100).padStart(2, '0')}`;
 
@@ -213,22 +191,6 @@ function createRollupSums(): {
   };
 }
 
-/** Streams COPY text-format lines from a generator into a table. */
-async function copyInto(client: pg.Client, statement: string, lines: () => Generator<string>): Promise<void> {
-  function* chunks(): Generator<string> {
-    let buffer = '';
-    for (const line of lines()) {
-      buffer += line;
-      if (buffer.length > 1 << 16) {
-        yield buffer;
-        buffer = '';
-      }
-    }
-    if (buffer) yield buffer;
-  }
-  await pipeline(Readable.from(chunks()), client.query(copyFrom(statement)));
-}
-
 /**
  * Drops the foreign keys and the non-unique indexes of the sales tables, and returns the statements
  * that recreate them, read from the catalog.
@@ -268,19 +230,22 @@ export async function seedDatabase(adminUrl: string, options: SeedOptions, logge
   const regionOf: string[] = [];
 
   // Order times first, sorted, so that order ids grow with time as they do in a real shop.
-  // Density grows over the two years: a mix of uniform and square-root draws.
-  const times = new Float64Array(options.orders);
-  for (let i = 0; i < times.length; i++) {
-    const u = rand();
-    times[i] = start + Math.floor(((0.5 * u + 0.5 * Math.sqrt(u)) * (end - start - 1000)) / 1000) * 1000;
-  }
-  times.sort();
+  const times = demoInstants(rand, options.orders, start, end);
 
-  const client = new pg.Client({ connectionString: adminUrl, application_name: 'querygate-seed' });
-  await client.connect();
   let orderItems = 0;
-  try {
-    await client.query('begin');
+  const tables = {
+    serial: ['sales.customers', 'sales.products', 'sales.orders'],
+    analyze: [
+      'sales.customers',
+      'sales.products',
+      'sales.orders',
+      'sales.order_items',
+      'sales.order_hours',
+      'sales.product_days',
+      'sales.region_days',
+    ],
+  };
+  await loadDemoData(adminUrl, tables, async (client) => {
     if (options.replace) {
       await client.query('truncate sales.order_items, sales.orders, sales.customers, sales.products restart identity');
     } else {
@@ -369,29 +334,7 @@ export async function seedDatabase(adminUrl: string, options: SeedOptions, logge
     for (const statement of deferred) await client.query(statement);
     for (const [table, trigger] of ROLLUP_TRIGGERS)
       await client.query(`alter table ${table} enable trigger ${trigger}`);
-    for (const table of ['customers', 'products', 'orders']) {
-      await client.query(
-        `select setval(pg_get_serial_sequence('sales.${table}', 'id'), (select max(id) from sales.${table}))`,
-      );
-    }
-    await client.query('commit');
-  } catch (err) {
-    await client.query('rollback').catch(() => undefined);
-    throw err;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-
-  // Outside the transaction: fresh statistics, and a visibility map for index-only scans.
-  const vacuum = new pg.Client({ connectionString: adminUrl, application_name: 'querygate-seed' });
-  await vacuum.connect();
-  try {
-    await vacuum.query(
-      'vacuum (analyze) sales.customers, sales.products, sales.orders, sales.order_items, sales.order_hours, sales.product_days, sales.region_days',
-    );
-  } finally {
-    await vacuum.end();
-  }
+  });
 
   const summary = { customers: customerCount, products: products.length, orders: options.orders, orderItems };
   logger.info('seeded demo data', {

@@ -4,10 +4,7 @@
  * 730 days up to `until`, more of them lately; response and resolution times depend on the priority
  * and the team, and a ticket whose response or resolution would fall after `until` is still waiting.
  */
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import pg from 'pg';
-import { from as copyFrom } from 'pg-copy-streams';
+import { copyInto, demoInstants, loadDemoData, pick, prng, weightedIndex } from '../../../src/db/demo-data.js';
 import { ConfigError } from '../../../src/errors.js';
 import { parseDay } from '../../../src/lib/date-range.js';
 import type { Logger } from '../../../src/logger.js';
@@ -50,29 +47,6 @@ const FIRST = ['Amara', 'Bruno', 'Carmen', 'Dev', 'Esther', 'Felix', 'Grace', 'H
 const LAST = ['Achebe', 'Brandt', 'Castillo', 'Dahl', 'Eze', 'Fontaine', 'Gupta', 'Holm', 'Ivanova', 'Jovanovic'];
 const DOMAINS = ['example.com', 'example.org', 'example.net'];
 
-/** mulberry32: small, fast and good enough for demo data; the same seed gives the same sequence. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const pick = <T>(rand: () => number, items: readonly T[]): T => items[Math.floor(rand() * items.length)]!;
-
-function weightedIndex(rand: () => number, weights: readonly number[]): number {
-  let r = rand();
-  for (let i = 0; i < weights.length; i++) {
-    r -= weights[i]!;
-    if (r < 0) return i;
-  }
-  return weights.length - 1;
-}
-
 /** A log-normal factor around 1: most waits near the typical one, a long tail of slow ones. */
 function spread(rand: () => number): number {
   const normal = Math.sqrt(-2 * Math.log(1 - rand())) * Math.cos(2 * Math.PI * rand());
@@ -80,22 +54,6 @@ function spread(rand: () => number): number {
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
-
-/** Streams COPY text-format lines from a generator into a table. */
-async function copyInto(client: pg.Client, statement: string, lines: () => Generator<string>): Promise<void> {
-  function* chunks(): Generator<string> {
-    let buffer = '';
-    for (const line of lines()) {
-      buffer += line;
-      if (buffer.length > 1 << 16) {
-        yield buffer;
-        buffer = '';
-      }
-    }
-    if (buffer) yield buffer;
-  }
-  await pipeline(Readable.from(chunks()), client.query(copyFrom(statement)));
-}
 
 /** Loads the demo data through an admin connection, in one transaction. */
 export async function seedSupportDesk(adminUrl: string, options: SeedOptions, logger: Logger): Promise<SeedSummary> {
@@ -111,17 +69,10 @@ export async function seedSupportDesk(adminUrl: string, options: SeedOptions, lo
   const agentCount = TEAMS.length * AGENTS_PER_TEAM;
 
   // Creation times first, sorted, so that ticket ids grow with time; more tickets lately.
-  const times = new Float64Array(options.tickets);
-  for (let i = 0; i < times.length; i++) {
-    const u = rand();
-    times[i] = start + Math.floor(((0.5 * u + 0.5 * Math.sqrt(u)) * (end - start - 1000)) / 1000) * 1000;
-  }
-  times.sort();
+  const times = demoInstants(rand, options.tickets, start, end);
 
-  const client = new pg.Client({ connectionString: adminUrl, application_name: 'querygate-seed' });
-  await client.connect();
-  try {
-    await client.query('begin');
+  const tables = ['support.teams', 'support.agents', 'support.requesters', 'support.tickets'];
+  await loadDemoData(adminUrl, { serial: tables, analyze: tables }, async (client) => {
     if (options.replace) {
       await client.query(
         'truncate support.tickets, support.requesters, support.agents, support.teams restart identity',
@@ -178,27 +129,7 @@ export async function seedSupportDesk(adminUrl: string, options: SeedOptions, lo
         }
       },
     );
-    for (const table of ['teams', 'agents', 'requesters', 'tickets']) {
-      await client.query(
-        `select setval(pg_get_serial_sequence('support.${table}', 'id'), (select max(id) from support.${table}))`,
-      );
-    }
-    await client.query('commit');
-  } catch (err) {
-    await client.query('rollback').catch(() => undefined);
-    throw err;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-
-  // Outside the transaction: fresh statistics, and a visibility map for index-only scans.
-  const vacuum = new pg.Client({ connectionString: adminUrl, application_name: 'querygate-seed' });
-  await vacuum.connect();
-  try {
-    await vacuum.query('vacuum (analyze) support.teams, support.agents, support.requesters, support.tickets');
-  } finally {
-    await vacuum.end();
-  }
+  });
 
   const summary = { teams: TEAMS.length, agents: agentCount, requesters: requesterCount, tickets: options.tickets };
   logger.info('seeded demo data', {
