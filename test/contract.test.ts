@@ -9,11 +9,8 @@ import { sql, type SelectQueryBuilder } from 'kysely';
 import type pg from 'pg';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defineTemplate } from '../pack/kit.js';
-import { ordersInRange } from '../pack/range-sql.js';
 import { explainPacks, type PlanCost } from '../src/db/doctor.js';
 import { ConfigError } from '../src/errors.js';
-import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
 import { widestArguments } from '../src/lib/widest-arguments.js';
 import type { Pack } from '../src/pack.js';
 import {
@@ -45,6 +42,7 @@ import { TEST_SEED } from './support/database.js';
 import { connectAdmin, startHarness, type Harness } from './support/harness.js';
 import { ALL_PACKS } from './support/packs.js';
 import { testTarget } from './support/target.js';
+import { regionOrdersTemplate } from './support/region-orders.js';
 
 /** The last day of the test data: the widest calls end on it, so their ranges hold rows. */
 const LAST_DAY = TEST_SEED.until;
@@ -342,35 +340,11 @@ describe('contract: each rule fails on a template that breaks it', () => {
 });
 
 describe('contract: the small-groups rule through a real server, on a template of its own and the same one broken', () => {
-  /** Orders per customer region in a range, each row standing for its distinct customers. */
-  const regionOrders = defineTemplate({
-    name: 'query_region_customers',
-    title: 'Orders by region',
-    description: 'Counts the orders of a range per customer region; regions of too few customers are left out.',
-    input: z.strictObject({ ...dateRangeFields }).superRefine(checkDateRange, DATE_RANGE_ALWAYS),
-    // One day and one month: few customers a region on the day, more over the month.
-    examples: [
-      { start_date: LAST_DAY, end_date: LAST_DAY },
-      { start_date: '2025-06-01', end_date: LAST_DAY },
-    ],
-    output: z.object({ rows: z.array(z.object({ region: z.string(), orders: z.number() })) }),
-    columns: {
-      region: { type: 'text', source: 'reporting.customers.region', treatment: 'plain' },
-      orders: { type: 'integer', source: 'computed', treatment: 'plain' },
-      customers: { type: 'integer', source: 'computed', treatment: 'distinct_people' },
-    },
-    query: (db, args, ctx) =>
-      ordersInRange(db, resolveRange(args), ctx.timeZone)
-        .innerJoin('reporting.customers as c', 'c.id', 'o.customer_id')
-        .groupBy('c.region')
-        .select((eb) => [
-          'c.region',
-          eb.fn.countAll<string>().as('orders'),
-          eb.fn.count<string>('o.customer_id').distinct().as('customers'),
-        ])
-        .orderBy('c.region'),
-    present: (rows) => ({ rows: rows as { region: string; orders: number }[] }),
-  }) as AnyTemplate;
+  // One day and one month: few customers a region on the day, more over the month.
+  const regionOrders = regionOrdersTemplate('query_region_customers', [
+    { start_date: LAST_DAY, end_date: LAST_DAY },
+    { start_date: '2025-06-01', end_date: LAST_DAY },
+  ]);
 
   const check = async (served: AnyTemplate): Promise<Violation[]> => {
     const admin = await connectAdmin();

@@ -13,6 +13,7 @@ import { ordersInRange } from '../pack/range-sql.js';
 import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
 import { bucketOf, createRegistry, type AnyTemplate } from '../src/registry.js';
 import { connectAdmin, startHarness, structured, textOf, type Harness } from './support/harness.js';
+import { regionOrdersTemplate } from './support/region-orders.js';
 
 const input = z.strictObject({ ...dateRangeFields }).superRefine(checkDateRange, DATE_RANGE_ALWAYS);
 const BOUNDS = [50, 100, 500] as const;
@@ -46,30 +47,9 @@ const bandedOrders = defineTemplate({
 }) as AnyTemplate;
 
 /** Orders per customer region, each row with how many distinct customers it stands for. */
-const regionOrders = defineTemplate({
-  name: 'query_region_orders',
-  title: 'Orders by region',
-  description: 'Counts the orders of a range per customer region; small regions are left out. A test template.',
-  input,
-  examples: [{ start_date: '2025-06-01', end_date: '2025-06-30' }],
-  output: z.object({ rows: z.array(z.object({ region: z.string(), orders: z.number() }).strict()) }),
-  columns: {
-    region: { type: 'text', source: 'reporting.customers.region', treatment: 'plain' },
-    orders: { type: 'integer', source: 'computed', treatment: 'plain' },
-    customers: { type: 'integer', source: 'computed', treatment: 'distinct_people' },
-  },
-  query: (db, args, ctx) =>
-    ordersInRange(db, resolveRange(args), ctx.timeZone)
-      .innerJoin('reporting.customers as c', 'c.id', 'o.customer_id')
-      .groupBy('c.region')
-      .select((eb) => [
-        'c.region',
-        eb.fn.countAll<string>().as('orders'),
-        eb.fn.count<string>('o.customer_id').distinct().as('customers'),
-      ])
-      .orderBy('c.region'),
-  present: (rows) => ({ rows: rows as { region: string; orders: number }[] }),
-}) as AnyTemplate;
+const regionOrders = regionOrdersTemplate('query_region_orders', [
+  { start_date: '2025-06-01', end_date: '2025-06-30' },
+]);
 
 let admin: pg.Client;
 beforeAll(async () => {
