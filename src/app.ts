@@ -6,6 +6,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { createAuditLog } from './audit.js';
 import type { Toolsets } from './auth.js';
 import type { Config } from './config.js';
+import type { ConfigFile } from './config-file.js';
 import { connectReader, redactUrl } from './db/connect.js';
 import { checkReaderSafety, formatReport, readerScopeOf, type SafetyCheck } from './db/doctor.js';
 import { createReadinessProbe } from './db/readiness.js';
@@ -111,6 +112,8 @@ export interface AppOptions {
   readonly packs: readonly Pack[];
   /** The `path` each pack loaded from the configuration file was given there, by pack name. */
   readonly packPaths?: ReadonlyMap<string, string>;
+  /** The configuration file as read when the packs were loaded. */
+  readonly configFile?: ConfigFile;
   readonly allowUnsafeRole: boolean;
   /** Called when the database, reachable at last, turns out to be unsafe: the server must not go on. */
   readonly onFatal: (error: Error) => void;
@@ -133,6 +136,7 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
       templates: pack.templates,
     })),
     logger,
+    options.configFile,
   );
   const registry = live.registry;
   const scope = readerScopeOf(packs);

@@ -22,6 +22,7 @@ import { ConfigError } from './errors.js';
 import { todayUtc, yesterdayUtc } from './lib/date-range.js';
 import { createTokenBuckets } from './limits.js';
 import { createLogger, type Logger } from './logger.js';
+import type { ConfigFile } from './config-file.js';
 import type { Pack } from './pack.js';
 import { packsToServe } from './packs.js';
 import { createServer, VERSION } from './server.js';
@@ -87,10 +88,10 @@ async function main(argv: string[]): Promise<void> {
   const logger = createLogger(config.logLevel);
   if (!['serve', 'doctor', 'migrate', 'seed'].includes(command))
     throw new ConfigError(`unknown command ${command}\n${USAGE}`);
-  const { packs, paths } = await packsToServe(config);
+  const { packs, paths, file } = await packsToServe(config);
   switch (command) {
     case 'serve':
-      return serve(config, packs, paths, logger, {
+      return serve(config, packs, paths, file, logger, {
         http: values.http,
         port: parsePort(values.port),
         host: values.host,
@@ -143,6 +144,7 @@ async function serve(
   config: Config,
   packs: readonly Pack[],
   packPaths: ReadonlyMap<string, string>,
+  configFile: ConfigFile | undefined,
   logger: Logger,
   options: { http: boolean; port: number; host: string; allowUnsafeRole: boolean },
 ): Promise<void> {
@@ -163,6 +165,7 @@ async function serve(
     app = await startApp(config, logger, {
       packs,
       packPaths,
+      ...(configFile ? { configFile } : {}),
       allowUnsafeRole: options.allowUnsafeRole,
       onFatal: (e) => fatal?.(e),
       signal: stopping.signal,

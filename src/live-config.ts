@@ -130,7 +130,13 @@ export interface LiveConfig {
  * The server's configuration from QUERYGATE_CONFIG, or, without it, every available template with
  * the environment's settings. Throws a ConfigError when the file is bad: the server must not start.
  */
-export function openLiveConfig(config: Config, available: readonly ServablePack[], logger: Logger): LiveConfig {
+export function openLiveConfig(
+  config: Config,
+  available: readonly ServablePack[],
+  logger: Logger,
+  /** The file as read when the packs were loaded, so that both come from the same version of it. */
+  initial?: ConfigFile,
+): LiveConfig {
   const options: ConfigFileOptions = { statementTimeoutMs: config.statementTimeoutMs };
   const build = (file: ConfigFile) => {
     const resolved = resolveConfigFile(file, available);
@@ -155,7 +161,7 @@ export function openLiveConfig(config: Config, available: readonly ServablePack[
     };
   };
   const path = config.configFile;
-  let state = build(path === undefined ? parseConfigFile({}, options) : readConfigFile(path, options));
+  let state = build(initial ?? (path === undefined ? parseConfigFile({}, options) : readConfigFile(path, options)));
   const registry = createLiveRegistry(state.registry);
   const tokenKey = state.resolved.tokenKey;
   let watcher: ConfigWatcher | undefined;

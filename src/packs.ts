@@ -5,7 +5,7 @@
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Config } from './config.js';
-import { readConfigFile } from './config-file.js';
+import { readConfigFile, type ConfigFile } from './config-file.js';
 import { ConfigError } from './errors.js';
 import type { Pack } from './pack.js';
 
@@ -67,6 +67,8 @@ export interface ServedPacks {
   readonly packs: readonly Pack[];
   /** For each pack the configuration file names by `path`: that path as written there, by pack name. */
   readonly paths: ReadonlyMap<string, string>;
+  /** The configuration file as read, when there is one. */
+  readonly file?: ConfigFile;
 }
 
 /**
@@ -79,7 +81,9 @@ export async function packsToServe(config: Config): Promise<ServedPacks> {
     config.configFile === undefined
       ? undefined
       : readConfigFile(config.configFile, { statementTimeoutMs: config.statementTimeoutMs });
-  if (file?.packs === undefined) return { packs: await loadPacks(config.packs), paths: new Map() };
+  if (file?.packs === undefined) {
+    return { packs: await loadPacks(config.packs), paths: new Map(), ...(file ? { file } : {}) };
+  }
   const base = dirname(resolve(config.configFile!));
   const packs: Pack[] = [];
   const paths = new Map<string, string>();
@@ -89,5 +93,5 @@ export async function packsToServe(config: Config): Promise<ServedPacks> {
     packs.push(pack);
     if ('path' in entry) paths.set(pack.name, entry.path);
   }
-  return { packs, paths };
+  return { packs, paths, file };
 }

@@ -51,6 +51,7 @@ export async function ensureReaderRole(db: Kysely<unknown>, role: string): Promi
 export async function setTempFileLimit(db: Kysely<unknown>, role: string): Promise<void> {
   await sql`savepoint querygate_reader_limits`.execute(db);
   try {
+    // ALTER ROLE … SET takes no bind parameter; the value is this module's constant, never a caller's.
     await sql`alter role ${sql.id(role)} set temp_file_limit = ${sql.lit(READER_TEMP_FILE_LIMIT)}`.execute(db);
     await sql`release savepoint querygate_reader_limits`.execute(db);
   } catch (err) {
