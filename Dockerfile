@@ -6,6 +6,7 @@ RUN npm ci --ignore-scripts
 COPY src src
 COPY pack pack
 COPY queries queries
+COPY reports reports
 COPY migrations migrations
 COPY tsconfig.build.json ./
 RUN npx tsc -p tsconfig.build.json && npm prune --omit=dev --ignore-scripts

@@ -5,6 +5,7 @@
 import type pg from 'pg';
 import { migrations } from '../migrations/index.js';
 import { templates } from '../queries/index.js';
+import { reports } from '../reports/index.js';
 import { definePack } from '../src/pack.js';
 import { PERSONAL_COLUMNS } from './schema.js';
 import { DEFAULT_SEED_ORDERS, seedDatabase } from './seed.js';
@@ -20,6 +21,7 @@ export const salesPack = definePack({
   readerSchemas: ['reporting'],
   personalColumns: PERSONAL_COLUMNS,
   templates,
+  reports,
   migrations,
   // The name Kysely gives by default: databases migrated before packs existed keep their history.
   migrationTable: 'kysely_migration',

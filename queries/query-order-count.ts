@@ -21,6 +21,7 @@ import { z } from 'zod';
 import { orderHoursInRange, ordersInRange } from '../pack/range-sql.js';
 import { ORDER_STATUSES, orderStatus, type OrderStatus } from '../pack/statuses.js';
 import { rollupCovers } from '../src/db/range-sql.js';
+import { changeFields, changeOf, compareToField, comparisonEcho } from '../src/lib/comparison.js';
 import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
 import { count, echoRange, rangeEcho } from '../src/lib/result-shape.js';
 import { defineTemplate } from '../pack/kit.js';
@@ -29,17 +30,27 @@ const input = z
   .strictObject({
     ...dateRangeFields,
     status: orderStatus.optional().describe('Count only orders in this status; omit to count all and break them down'),
+    ...compareToField,
   })
   .superRefine(checkDateRange, DATE_RANGE_ALWAYS);
+
+const byStatus = z.object({ pending: count, paid: count, shipped: count, cancelled: count, refunded: count });
 
 const output = z.object({
   ...rangeEcho,
   status: z.enum(ORDER_STATUSES).nullable().describe('The status filter, or null when every status was counted'),
   order_count: count,
-  by_status: z
-    .object({ pending: count, paid: count, shipped: count, cancelled: count, refunded: count })
+  by_status: byStatus.optional().describe('Orders per status; present when no status filter was given'),
+  comparison: comparisonEcho
+    .extend({
+      order_count: count.describe('Orders in the comparison range (with the same status filter)'),
+      ...changeFields,
+      by_status: byStatus
+        .optional()
+        .describe('Orders per status in the comparison range; present when no status filter was given'),
+    })
     .optional()
-    .describe('Orders per status; present when no status filter was given'),
+    .describe('Present when compare_to was given: the comparison range, its count, and the change'),
 });
 
 export const queryOrderCount = defineTemplate({
@@ -49,11 +60,13 @@ export const queryOrderCount = defineTemplate({
     'Counts the orders placed between start_date and end_date (both inclusive, at most 90 days).',
     'Use it for questions like "how many orders last week?" or "how many orders were refunded in March?".',
     'Every status is counted, including cancelled and refunded orders; without a status filter the result also breaks the count down per status.',
+    'With compare_to (previous_period or previous_year) the result also gives the count of the comparison range and the change in percent: "how many orders last week compared with the week before?".',
   ].join(' '),
   input,
   examples: [
     { start_date: '2025-03-01', end_date: '2025-03-07' },
     { start_date: '2025-03-01', end_date: '2025-03-31', status: 'refunded' },
+    { period: 'last_week', compare_to: 'previous_year' },
   ],
   output,
   columns: {
@@ -76,14 +89,23 @@ export const queryOrderCount = defineTemplate({
       .orderBy('o.status');
   },
   present: (rows, _page, args, ctx) => {
-    const byStatus = Object.fromEntries(ORDER_STATUSES.map((s) => [s, 0])) as Record<OrderStatus, number>;
-    for (const row of rows) byStatus[row.status as OrderStatus] = row.order_count as number;
-    const total = Object.values(byStatus).reduce((sum, n) => sum + n, 0);
+    const perStatus = Object.fromEntries(ORDER_STATUSES.map((s) => [s, 0])) as Record<OrderStatus, number>;
+    for (const row of rows) perStatus[row.status as OrderStatus] = row.order_count as number;
+    const total = Object.values(perStatus).reduce((sum, n) => sum + n, 0);
     return {
       ...echoRange(args, ctx.timeZone),
       status: args.status ?? null,
       order_count: total,
-      ...(args.status === undefined ? { by_status: byStatus } : {}),
+      ...(args.status === undefined ? { by_status: perStatus } : {}),
     };
   },
+  compare: (current, prior, comparison) => ({
+    ...current,
+    comparison: {
+      ...comparison,
+      order_count: prior.order_count,
+      ...changeOf(current.order_count, prior.order_count),
+      ...(prior.by_status ? { by_status: prior.by_status } : {}),
+    },
+  }),
 });

@@ -31,6 +31,7 @@ import { netOrdersByRegionInRange, orderHoursInRange, ordersInRange } from '../p
 import { NON_REVENUE_STATUSES } from '../pack/statuses.js';
 import { localPeriodOf, rollupCovers, type Period } from '../src/db/range-sql.js';
 import { oneOf } from '../src/lib/arguments.js';
+import { changeFields, changeOf, compareToField, comparisonEcho } from '../src/lib/comparison.js';
 import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
 import { count, currency, echoRange, money, rangeEcho, rowsEnvelope } from '../src/lib/result-shape.js';
 
@@ -41,6 +42,7 @@ const input = z
   .strictObject({
     ...dateRangeFields,
     group_by: oneOf(GROUPINGS, 'How to group the sales'),
+    ...compareToField,
   })
   .superRefine(checkDateRange, DATE_RANGE_ALWAYS);
 
@@ -52,13 +54,53 @@ const row = z.object({
   order_count: count.describe('Net orders of the group in `currency`'),
   revenue: money.describe('Net revenue of the group in `currency`, rounded to 2 decimals'),
   avg_order_value: money.describe('revenue / order_count, in `currency`, rounded to 2 decimals'),
+  prior_revenue: money
+    .nullable()
+    .optional()
+    .describe(
+      'With compare_to, by region or category: the revenue of the same group and currency in the comparison range (null when it had none)',
+    ),
+  ...partial(changeFields),
+});
+
+const total = z.object({
+  currency,
+  revenue: money.describe('Net revenue of the range in `currency`'),
+  prior_revenue: money.describe('Net revenue of the comparison range in `currency`'),
+  ...changeFields,
 });
 
 const output = z.object({
   ...rangeEcho,
   group_by: z.enum(GROUPINGS),
   ...rowsEnvelope(row),
+  comparison: comparisonEcho
+    .extend({
+      totals: z
+        .array(total)
+        .nullable()
+        .describe(
+          'Revenue of the whole range against the comparison range, currency by currency; null when either side had more rows than one result returns (see totals_note)',
+        ),
+      totals_note: z.string().optional().describe('Why totals is null'),
+    })
+    .optional()
+    .describe('Present when compare_to was given'),
 });
+
+type Row = z.infer<typeof row>;
+
+/** The change fields, optional: a row carries them only when the call compared. */
+function partial<T extends Record<string, z.ZodType>>(fields: T): { [K in keyof T]: z.ZodOptional<T[K]> } {
+  return Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, v.optional()])) as never;
+}
+
+/** Net revenue per currency over every row, in cents so that the sum is exact. */
+function revenueByCurrency(rows: readonly Row[]): Map<string, number> {
+  const cents = new Map<string, number>();
+  for (const r of rows) cents.set(r.currency, (cents.get(r.currency) ?? 0) + Math.round(r.revenue * 100));
+  return new Map([...cents].map(([c, v]) => [c, v / 100]));
+}
 
 const keyName = (grouping: Grouping): 'period' | 'region' | 'category' =>
   grouping === 'region' || grouping === 'category' ? grouping : 'period';
@@ -72,6 +114,7 @@ export const querySales = defineTemplate({
     'Net sales leave out cancelled and refunded orders. Revenue is the sum of quantity x unit price of the order items; by category, order_count is the number of orders holding at least one item of that category.',
     'Periods are labelled by their first day, which may fall before start_date; only orders inside the range are counted. Periods without sales are not listed.',
     'Money is never added across currencies: each row is one group in one currency (its currency field), so a range with orders in several currencies gives one row per group and currency. Periods come in time order, each with its currencies alphabetically; regions and categories come currency by currency, highest revenue first within each.',
+    'With compare_to (previous_period or previous_year) the result also gives each currency\'s revenue in the comparison range and the change in percent, and by region or category each row\'s prior revenue and change: "revenue by region last week against the same week last year".',
   ].join(' '),
   input,
   examples: [
@@ -80,6 +123,7 @@ export const querySales = defineTemplate({
     { start_date: '2025-03-01', end_date: '2025-03-31', group_by: 'category' },
     { start_date: '2025-03-01', end_date: '2025-03-31', group_by: 'day' },
     { start_date: '2025-03-01', end_date: '2025-03-31', group_by: 'week' },
+    { period: 'last_week', group_by: 'region', compare_to: 'previous_period' },
   ],
   output,
   columns: {
@@ -171,4 +215,40 @@ export const querySales = defineTemplate({
     row_count: rows.length,
     truncated: page.truncated,
   }),
+  compare: (current, prior, comparison) => {
+    const truncated = current.truncated || prior.truncated;
+    const now = revenueByCurrency(current.rows);
+    const before = revenueByCurrency(prior.rows);
+    const currencies = [...new Set([...now.keys(), ...before.keys()])].sort();
+    const keyed = current.group_by === 'region' || current.group_by === 'category';
+    const key = (r: Row): string => `${r.region ?? r.category}\u0000${r.currency}`;
+    const priorRows = new Map(prior.rows.map((r) => [key(r), r.revenue]));
+    return {
+      ...current,
+      rows: keyed
+        ? current.rows.map((r) => {
+            // A group missing from a complete prior result had no sales then; from a truncated one, it is unknown.
+            const before = priorRows.get(key(r)) ?? (prior.truncated ? null : 0);
+            return { ...r, prior_revenue: priorRows.get(key(r)) ?? null, ...changeOf(r.revenue, before) };
+          })
+        : current.rows,
+      comparison: {
+        ...comparison,
+        totals: truncated
+          ? null
+          : currencies.map((c) => ({
+              currency: c,
+              revenue: now.get(c) ?? 0,
+              prior_revenue: before.get(c) ?? 0,
+              ...changeOf(now.get(c) ?? 0, before.get(c) ?? 0),
+            })),
+        ...(truncated
+          ? {
+              totals_note:
+                'one of the ranges had more groups than a result returns; group by week or month (or a shorter range) to get totals',
+            }
+          : {}),
+      },
+    };
+  },
 });

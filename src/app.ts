@@ -134,6 +134,7 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
       ...(options.packPaths?.has(pack.name) ? { path: options.packPaths.get(pack.name) } : {}),
       ...(pack.smallGroupThreshold === undefined ? {} : { smallGroupThreshold: pack.smallGroupThreshold }),
       templates: pack.templates,
+      ...(pack.reports ? { reports: pack.reports } : {}),
     })),
     logger,
     options.configFile,

@@ -43,6 +43,8 @@ export interface AvailablePack {
   /** The `path` of the config entry it was loaded for, as written there. */
   readonly path?: string;
   readonly templates: readonly { readonly name: string }[];
+  /** Reports built from the templates, each with the names of the templates it runs. */
+  readonly reports?: readonly { readonly name: string; readonly uses: readonly { readonly name: string }[] }[];
 }
 
 /** The file resolved against the packs at hand: what is served. */
@@ -226,12 +228,23 @@ export function resolveConfigFile(file: ConfigFile, available: readonly Availabl
       problems.push(`packs[${i}]: pack "${pack.pack}" is listed twice`);
       return;
     }
-    const names = pack.templates.map((t) => t.name);
+    const reports = pack.reports ?? [];
+    const names = [...pack.templates.map((t) => t.name), ...reports.map((r) => r.name)];
     const wanted = entry.templates ?? names;
     wanted.forEach((name, j) => {
       if (!names.includes(name)) {
         problems.push(
           `packs[${i}].templates[${j}]: "${name}" is not a template of pack "${pack.pack}" (its templates: ${names.join(', ')})`,
+        );
+      }
+      const report = reports.find((r) => r.name === name);
+      const lacking = report?.uses.map((t) => t.name).filter((used) => !names.includes(used)) ?? [];
+      const missing = report?.uses.map((t) => t.name).filter((used) => !wanted.includes(used)) ?? [];
+      if (lacking.length > 0) {
+        problems.push(`pack "${pack.pack}": report "${name}" runs ${lacking.join(', ')}, not templates of the pack`);
+      } else if (missing.length > 0) {
+        problems.push(
+          `packs[${i}].templates[${j}]: report "${name}" runs ${missing.join(', ')}, which must be listed too`,
         );
       }
     });

@@ -21,6 +21,7 @@ import { ConfigError } from './errors.js';
 import { createLiveRegistry, type LiveRegistry } from './live-registry.js';
 import type { Logger } from './logger.js';
 import { createRegistry, DEFAULT_SMALL_GROUP_THRESHOLD, type AnyTemplate, type QueryContext } from './registry.js';
+import type { AnyReport } from './reports.js';
 
 /** Editors save by writing a new file and renaming it over the old one: several events, one reload. */
 const DEBOUNCE_MS = 200;
@@ -108,6 +109,7 @@ export function watchConfig(
 /** A pack's templates as the server can serve them. */
 export interface ServablePack extends AvailablePack {
   readonly templates: readonly AnyTemplate[];
+  readonly reports?: readonly AnyReport[];
 }
 
 export interface LiveConfig {
@@ -140,13 +142,14 @@ export function openLiveConfig(
   const options: ConfigFileOptions = { statementTimeoutMs: config.statementTimeoutMs };
   const build = (file: ConfigFile) => {
     const resolved = resolveConfigFile(file, available);
-    const templates = available.flatMap((pack) => {
-      const names = resolved.selection.get(pack.pack) ?? [];
-      return pack.templates.filter((t) => names.includes(t.name));
-    });
+    const chosen = <T extends { name: string }>(pack: ServablePack, all: readonly T[]): T[] =>
+      all.filter((t) => (resolved.selection.get(pack.pack) ?? []).includes(t.name));
+    const templates = available.flatMap((pack) => chosen(pack, pack.templates));
+    const reports = available.flatMap((pack) => chosen(pack, pack.reports ?? []));
     return {
       resolved,
       registry: createRegistry(templates, {
+        reports,
         limits: resolved.limits,
         smallGroupThresholds: Object.fromEntries(
           available.flatMap((pack) =>

@@ -8,6 +8,7 @@ import type { Migration } from 'kysely';
 import type pg from 'pg';
 import type { Logger } from './logger.js';
 import type { AnyTemplate, QueryTemplate } from './registry.js';
+import type { AnyReport } from './reports.js';
 
 /** The kinds of personal or internal data, each with the one treatment that makes it safe to return. */
 export type PersonalKind = 'internal_id' | 'name' | 'email' | 'phone';
@@ -57,6 +58,8 @@ export interface Pack {
   readonly readerSchemas: readonly [string, ...string[]];
   readonly personalColumns: PersonalColumns;
   readonly templates: readonly AnyTemplate[];
+  /** Reports built from the templates (src/reports.ts), served as tools beside them. */
+  readonly reports?: readonly AnyReport[];
   /** The pack's migrations, applied in name order through the admin role. */
   readonly migrations: (options: { readonly readerRole: string }) => Record<string, Migration>;
   /** The table that records the pack's applied migrations; `querygate_<name>_migrations` by default. */

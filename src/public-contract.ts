@@ -19,7 +19,7 @@ export function publicContract(packs: readonly Pack[]): PublicContract {
   return Object.fromEntries(
     packs.map((pack) => [
       pack.name,
-      createRegistry(pack.templates).tools.map((tool) => ({
+      createRegistry(pack.templates, { reports: pack.reports ?? [] }).tools.map((tool) => ({
         name: tool.name,
         inputSchema: sortedKeys(tool.inputSchema),
         outputSchema: sortedKeys(tool.outputSchema),

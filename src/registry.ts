@@ -23,11 +23,13 @@ import {
 import { argumentCombinations } from './lib/argument-combinations.js';
 import { MAX_ROWS } from './lib/arguments.js';
 import { parseDay, quote } from './lib/date-range.js';
+import { comparisonRange, type Comparison } from './lib/comparison.js';
 import { localToday, resolvePeriod, type Period } from './lib/periods.js';
 import { MASK_FOR, MASKS, initials, lastFourDigits, maskEmail, type Mask, type Tokenizer } from './lib/masking.js';
 import type { CallLimits } from './limits.js';
 import type { Logger } from './logger.js';
 import type { PersonalColumn, PersonalColumns, PersonalKind, SourceColumnOf } from './pack.js';
+import type { AnyReport, ReportContext, RunTemplate } from './reports.js';
 import { preSerialized } from './protocol/json-rpc.js';
 
 /**
@@ -73,6 +75,8 @@ export interface RegistryOptions {
   readonly smallGroupThresholds?: Readonly<Record<string, number>>;
   /** Per tool: limits the configuration file sets, below the template's and the server's own. */
   readonly limits?: Readonly<Record<string, TemplateLimits>>;
+  /** Reports built from the templates (src/reports.ts), listed and called as tools beside them. */
+  readonly reports?: readonly AnyReport[];
 }
 
 /** What a template's builder must give back: a Kysely select the registry can cap and run. */
@@ -93,12 +97,8 @@ export interface Page {
   readonly truncated: boolean;
 }
 
-/**
- * A tool: what it is for a model, its argument and result contracts, and one Kysely builder over the
- * pack's tables (DB). A pack writes its templates with the helper templateKit gives it (src/pack.ts).
- */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export interface QueryTemplate<Args, Output extends Record<string, unknown>, DB = any> {
+/** What every tool is for a model: its name and words, and its argument and result contracts. */
+export interface ToolContract<Args, Output extends Record<string, unknown>> {
   readonly name: string;
   readonly title: string;
   readonly description: string;
@@ -109,6 +109,17 @@ export interface QueryTemplate<Args, Output extends Record<string, unknown>, DB 
    */
   readonly examples: readonly [Record<string, unknown>, ...Record<string, unknown>[]];
   readonly output: z.ZodType<Output>;
+}
+
+/**
+ * A tool over one query: its contract, and one Kysely builder over the pack's tables (DB). A pack
+ * writes its templates with the helper templateKit gives it (src/pack.ts).
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export interface QueryTemplate<Args, Output extends Record<string, unknown>, DB = any> extends ToolContract<
+  Args,
+  Output
+> {
   /** Every column the query selects, by its alias, with its type, source and treatment. */
   readonly columns: Readonly<Record<string, ColumnSpec<SourceColumnOf<DB>>>>;
   /** The pack's personal columns, which the registry holds the selected columns to. */
@@ -119,6 +130,19 @@ export interface QueryTemplate<Args, Output extends Record<string, unknown>, DB 
   readonly query: (db: Kysely<DB>, args: Args, ctx: QueryContext) => RowQuery;
   /** Shapes converted, masked rows into the structured result. */
   readonly present: (rows: ResultRow[], page: Page, args: Args, ctx: QueryContext) => Output;
+  /**
+   * For a template whose input takes `compare_to` (src/lib/comparison.ts): merges the result for the
+   * comparison range into the current one. The registry runs the template's statement once for each
+   * range, so each statement covers at most the range a call may span.
+   */
+  compare?(current: Output, prior: Output, comparison: ComparisonEcho): Output;
+}
+
+/** The range a result is compared with, as compare() gets it and the result echoes it. */
+export interface ComparisonEcho {
+  readonly compare_to: Comparison;
+  readonly start_date: string;
+  readonly end_date: string;
 }
 
 // Templates differ in their argument and output types; the registry only needs them erased.
@@ -169,6 +193,8 @@ export interface CallOptions {
    * timing, or the error code. Never arguments, rows or anything personal.
    */
   readonly report?: (level: ClientLogLevel, data: Record<string, unknown>) => void;
+  /** Told after each step of a call that takes several (a report's template runs): steps done, of how many. */
+  readonly progress?: (done: number, total: number, message: string) => void;
 }
 
 export interface Registry {
@@ -201,6 +227,11 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
     assertTemplate(template);
     if (byName.has(template.name)) throw new ConfigError(`duplicate tool name: ${template.name}`);
     const inputSchema = jsonSchema(template.input, 'input') as Tool['inputSchema'];
+    if ('compare_to' in (inputSchema.properties ?? {}) !== (template.compare !== undefined)) {
+      throw new ConfigError(
+        `template ${template.name}: a template that takes compare_to must declare compare(), and one that declares compare() must take compare_to`,
+      );
+    }
     if (!(template.output instanceof z.ZodObject))
       throw new ConfigError(`template ${template.name}: output must be an object`);
     const suppresses = Object.values(template.columns).some((c) => c.treatment === 'distinct_people');
@@ -236,13 +267,74 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
     });
   }
 
+  const reports = new Map<string, ReportEntry>();
+  for (const report of options.reports ?? []) {
+    const where = `report ${report.name}`;
+    if (!TOOL_NAME.test(report.name)) throw new ConfigError(`${where}: name must be snake_case verb_noun`);
+    if (byName.has(report.name) || reports.has(report.name))
+      throw new ConfigError(`duplicate tool name: ${report.name}`);
+    if (report.description.trim().length < 40) throw new ConfigError(`${where}: description is too short to choose by`);
+    for (const used of report.uses) {
+      if (byName.get(used.name)?.template !== used) {
+        throw new ConfigError(`${where} runs template ${used.name}, which is not served beside it`);
+      }
+    }
+    for (const example of report.examples) {
+      if (!report.input.safeParse(example).success) {
+        throw new ConfigError(`${where}: example ${JSON.stringify(example)} does not validate`);
+      }
+    }
+    const inputSchema = jsonSchema(report.input, 'input') as Tool['inputSchema'];
+    if (!(report.output instanceof z.ZodObject)) throw new ConfigError(`${where}: output must be an object`);
+    const output = report.output.extend({ data_as_of: DATA_AS_OF });
+    reports.set(report.name, { report, output, knownArgs: Object.keys(inputSchema.properties ?? {}) });
+    tools.push({
+      name: report.name,
+      title: report.title,
+      description: `${report.description} Example input: ${report.examples
+        .slice(0, 2)
+        .map((e) => JSON.stringify(e))
+        .join(' or ')}.`,
+      inputSchema,
+      outputSchema: jsonSchema(output, 'output') as Tool['outputSchema'],
+      annotations: { title: report.title, ...TOOL_ANNOTATIONS },
+    });
+  }
+
   const limits = options.limits;
+  /** Runs one of a report's templates, through the same steps as a call of the template itself. */
+  const runFor =
+    (
+      report: AnyReport,
+      deps: CallDeps,
+      signal: AbortSignal,
+      nowMs: number,
+      step: (rows: number) => void,
+    ): RunTemplate =>
+    async (template, args) => {
+      const entry = byName.get(template.name);
+      if (!entry || entry.template !== template || !report.uses.includes(template)) {
+        throw new ConfigError(`report ${report.name} ran template ${template.name}, which it does not declare`);
+      }
+      const parsed = entry.template.input.safeParse(args);
+      if (!parsed.success) {
+        throw new ConfigError(
+          `report ${report.name} gave ${template.name} arguments it refuses: ${parsed.error.message}`,
+        );
+      }
+      const resolved = resolvePeriods(parsed.data, deps.ctx.timeZone, nowMs) as Record<string, unknown>;
+      const { data, rowCount } = await answer(entry, resolved, deps, signal, limits?.[template.name]);
+      step(rowCount);
+      return data as never;
+    };
+
   return {
     tools,
     toolsFor: (caller) => (caller.tools ? tools.filter((t) => caller.tools!.has(t.name)) : tools),
     call: async (name, args, deps, options) => {
       const entry = byName.get(name);
-      if (!entry || (options.caller.tools && !options.caller.tools.has(name))) {
+      const report = reports.get(name);
+      if ((!entry && !report) || (options.caller.tools && !options.caller.tools.has(name))) {
         deps.audit.write({
           request_id: randomUUID(),
           caller: options.caller.id,
@@ -257,9 +349,62 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
         // The same answer for a tool that does not exist and one outside the toolset: no probing.
         throw new ProtocolError(INVALID_PARAMS, `Unknown tool: ${JSON.stringify(String(name).slice(0, 100))}`);
       }
-      return runTemplate(entry, args, deps, options, limits?.[name]);
+      if (report) return runReport(report, args, deps, options, limits?.[name], runFor);
+      return runTemplate(entry!, args, deps, options, limits?.[name]);
     },
   };
+}
+
+/** A registered report, with what the registry derives from it once. */
+interface ReportEntry {
+  readonly report: AnyReport;
+  /** The report's output with data_as_of added. */
+  readonly output: z.ZodType<Record<string, unknown>>;
+  readonly knownArgs: readonly string[];
+}
+
+/**
+ * Runs a report: its arguments validated like a template's, one admission for the whole call, each of
+ * its template runs through answer() (the same statement, cap, masking and output check as a call of
+ * the template), progress after each, and the report's own output checked against its schema.
+ */
+async function runReport(
+  entry: ReportEntry,
+  rawArgs: unknown,
+  deps: CallDeps,
+  options: CallOptions,
+  limit: TemplateLimits | undefined,
+  runFor: (
+    report: AnyReport,
+    deps: CallDeps,
+    signal: AbortSignal,
+    nowMs: number,
+    step: (rows: number) => void,
+  ) => RunTemplate,
+): Promise<CallToolResult> {
+  const { report } = entry;
+  const record = callRecord(report.name, deps, options);
+  const parsed = report.input.safeParse(rawArgs ?? {});
+  if (!parsed.success) return record.reject(new ArgumentError(describeIssues(parsed.error, rawArgs, entry.knownArgs)));
+  record.args = parsed.data as Record<string, unknown>;
+  const nowMs = (deps.now ?? Date.now)();
+  const ctx: ReportContext = { ...deps.ctx, nowMs, today: localToday(deps.ctx.timeZone, nowMs) };
+  return admitted(record, deps, options, limit, async (signal) => {
+    const total = report.steps(parsed.data, ctx);
+    let done = 0;
+    let rowCount = 0;
+    const dataAsOf = new Date().toISOString();
+    const run = runFor(report, deps, signal, nowMs, (rows) => {
+      rowCount += rows;
+      done += 1;
+      options.progress?.(done, Math.max(total, done), `${done} of ${Math.max(total, done)} queries done`);
+    });
+    const output = await report.build(run, parsed.data, ctx);
+    // Every statement's snapshot is later than the instant taken before the first one.
+    const checked = entry.output.safeParse({ ...output, data_as_of: dataAsOf });
+    if (!checked.success) throw new ConfigError(`output does not match its schema: ${checked.error.message}`);
+    return { data: checked.data, rowCount };
+  });
 }
 
 function assertTemplate(t: AnyTemplate): void {
@@ -577,6 +722,178 @@ const REPORT_LEVEL: Record<AuditOutcome, ClientLogLevel> = {
   failed: 'error',
 };
 
+/** A template's statement failed to run: the database's error, or the call's cancellation. */
+class StatementFailed extends Error {
+  constructor(override readonly cause: unknown) {
+    super('statement failed');
+  }
+}
+
+/**
+ * Answers a validated call of a template: its statement for the range asked for (and, with
+ * `compare_to`, for the comparison range), the rows shaped and presented, and the output checked
+ * against its schema. A statement that fails throws StatementFailed; a template that breaks its own
+ * contract throws anything else (a programmer error).
+ */
+async function answer(
+  entry: Entry,
+  args: Record<string, unknown>,
+  deps: CallDeps,
+  signal: AbortSignal,
+  limit: TemplateLimits | undefined,
+): Promise<{ data: Record<string, unknown>; rowCount: number }> {
+  const { template } = entry;
+  const cap = Math.min(template.rowLimit?.(args) ?? MAX_ROWS, MAX_ROWS, limit?.maxRows ?? MAX_ROWS);
+  // Taken before the statement is sent: its snapshot is later, so it holds every commit made before this instant.
+  const dataAsOf = new Date().toISOString();
+  const run = async (
+    values: Record<string, unknown>,
+  ): Promise<{ output: Record<string, unknown>; suppressed: number; rows: number }> => {
+    let result: RawResult;
+    try {
+      result = await deps.db.execute(statementFor(entry, values, cap, deps), signal);
+    } catch (err) {
+      throw new StatementFailed(err);
+    }
+    const { rows, suppressed } = shapeRows(entry, result, Math.min(result.rows.length, cap), deps.tokenize);
+    const output = template.present(rows, { truncated: result.rows.length > cap }, values, deps.ctx);
+    return { output, suppressed, rows: rows.length };
+  };
+  const current = await run(args);
+  let { output, suppressed } = current;
+  const compareTo = args.compare_to as Comparison | undefined;
+  if (compareTo !== undefined && template.compare) {
+    const range = comparisonRange(args.start_date as string, args.end_date as string, compareTo);
+    const { compare_to: _compare, period: _period, ...rest } = args;
+    const prior = await run({ ...rest, ...range });
+    output = template.compare(output, prior.output, { compare_to: compareTo, ...range });
+    suppressed += prior.suppressed;
+  }
+  const checked = entry.output.safeParse({
+    ...output,
+    data_as_of: dataAsOf,
+    ...(entry.suppresses ? { suppressed_groups: suppressed } : {}),
+  });
+  if (!checked.success) throw new ConfigError(`output does not match its schema: ${checked.error.message}`);
+  return { data: checked.data, rowCount: current.rows };
+}
+
+/** What one call of a tool (a template or a report) reports along the way and at its end. */
+interface CallRecord {
+  readonly requestId: string;
+  args: Record<string, unknown> | null;
+  audit(outcome: AuditOutcome, fields?: Partial<AuditEntry>): void;
+  fail(error: InfraError, cause?: unknown): CallToolResult;
+  reject(error: ArgumentError): CallToolResult;
+  cancelled(): CallToolResult;
+}
+
+function callRecord(name: string, deps: CallDeps, options: CallOptions): CallRecord {
+  const requestId = randomUUID();
+  const started = performance.now();
+  const trace = options.traceparent === undefined ? {} : { traceparent: options.traceparent };
+  const record: CallRecord = {
+    requestId,
+    args: null,
+    audit: (outcome, fields = {}) => {
+      const duration = Math.round((performance.now() - started) * 100) / 100;
+      deps.audit.write({
+        request_id: requestId,
+        caller: options.caller.id,
+        tool: name,
+        arguments: record.args,
+        outcome,
+        duration_ms: duration,
+        ...trace,
+        ...fields,
+      });
+      const { error_code, invalid_fields, row_count } = fields;
+      options.report?.(REPORT_LEVEL[outcome], {
+        tool: name,
+        outcome,
+        ...(error_code === undefined ? {} : { error_code }),
+        ...(invalid_fields === undefined ? {} : { invalid_fields }),
+        ...(row_count === undefined ? {} : { row_count }),
+        duration_ms: duration,
+        request_id: requestId,
+      });
+    },
+    fail: (error, cause) => {
+      if (cause !== undefined) {
+        deps.logger.error('tool call failed', { request_id: requestId, ...trace, ...describeCause(cause) });
+      }
+      record.audit(error.code === 'rate_limited' || error.code === 'busy' ? 'refused' : 'failed', {
+        error_class: 'infrastructure',
+        error_code: error.code,
+      });
+      return errorResult(error, requestId);
+    },
+    reject: (error) => {
+      record.audit('rejected', {
+        error_class: 'argument',
+        error_code: error.code,
+        invalid_fields: error.issues.map((i) => i.field),
+      });
+      return errorResult(error, requestId);
+    },
+    // Nobody waits for the answer to a call the client gave up on, whether it was waiting for a
+    // connection or running: that is neither a refusal, a timeout nor a failure.
+    cancelled: () => {
+      record.audit('cancelled');
+      return { isError: true, content: [{ type: 'text', text: `The call was cancelled. (request_id: ${requestId})` }] };
+    },
+  };
+  return record;
+}
+
+/**
+ * Admits a validated call, runs `work` with a signal that the client cancelling, the server stopping
+ * and the configured timeout all abort (cancelling the running statement), and turns what went wrong
+ * into the call's error result.
+ */
+async function admitted(
+  record: CallRecord,
+  deps: CallDeps,
+  options: CallOptions,
+  limit: TemplateLimits | undefined,
+  work: (signal: AbortSignal) => Promise<{ data: Record<string, unknown>; rowCount: number }>,
+): Promise<CallToolResult> {
+  const admission = await deps.limits.admit(options.caller.id, options.signal);
+  if (!admission.ok) {
+    if (options.signal?.aborted) return record.cancelled();
+    return record.fail(new InfraError(admission.code, undefined, admission.retryAfterSeconds));
+  }
+  const abort = new AbortController();
+  const cancel = (): void => abort.abort();
+  options.signal?.addEventListener('abort', cancel, { once: true });
+  deps.shutdown?.addEventListener('abort', cancel, { once: true });
+  if (options.signal?.aborted || deps.shutdown?.aborted) cancel();
+  // A configured timeout cancels the query on the server, as the client going away does.
+  let timedOut = false;
+  const timer =
+    limit?.timeoutMs === undefined ? undefined : setTimeout(() => ((timedOut = true), cancel()), limit.timeoutMs);
+  try {
+    if (!deps.isReady()) return record.fail(new InfraError('database_unavailable'));
+    const { data, rowCount } = await work(abort.signal);
+    record.audit('ok', { row_count: rowCount });
+    return successResult(data);
+  } catch (err) {
+    if (err instanceof ArgumentError) return record.reject(err);
+    if (err instanceof StatementFailed) {
+      if (options.signal?.aborted) return record.cancelled();
+      if (deps.shutdown?.aborted) return record.fail(new InfraError('shutting_down'));
+      return record.fail(timedOut ? new InfraError('timeout', err.cause) : classifyDatabaseError(err.cause), err.cause);
+    }
+    // A template broke its own contract: a programmer error, reported to the client as a safe failure.
+    return record.fail(new InfraError('query_failed'), err);
+  } finally {
+    clearTimeout(timer);
+    options.signal?.removeEventListener('abort', cancel);
+    deps.shutdown?.removeEventListener('abort', cancel);
+    admission.release();
+  }
+}
+
 async function runTemplate(
   entry: Entry,
   rawArgs: unknown,
@@ -584,117 +901,14 @@ async function runTemplate(
   options: CallOptions,
   limit: TemplateLimits | undefined,
 ): Promise<CallToolResult> {
-  const { template, knownArgs } = entry;
-  const requestId = randomUUID();
-  const started = performance.now();
-  let validArgs: Record<string, unknown> | null = null;
-  const trace = options.traceparent === undefined ? {} : { traceparent: options.traceparent };
-  const audit = (outcome: AuditOutcome, fields: Partial<AuditEntry> = {}): void => {
-    const duration = Math.round((performance.now() - started) * 100) / 100;
-    deps.audit.write({
-      request_id: requestId,
-      caller: options.caller.id,
-      tool: template.name,
-      arguments: validArgs,
-      outcome,
-      duration_ms: duration,
-      ...trace,
-      ...fields,
-    });
-    const { error_code, invalid_fields, row_count } = fields;
-    options.report?.(REPORT_LEVEL[outcome], {
-      tool: template.name,
-      outcome,
-      ...(error_code === undefined ? {} : { error_code }),
-      ...(invalid_fields === undefined ? {} : { invalid_fields }),
-      ...(row_count === undefined ? {} : { row_count }),
-      duration_ms: duration,
-      request_id: requestId,
-    });
-  };
-  const fail = (error: InfraError, cause?: unknown): CallToolResult => {
-    if (cause !== undefined) {
-      deps.logger.error('tool call failed', { request_id: requestId, ...trace, ...describeCause(cause) });
-    }
-    audit(error.code === 'rate_limited' || error.code === 'busy' ? 'refused' : 'failed', {
-      error_class: 'infrastructure',
-      error_code: error.code,
-    });
-    return errorResult(error, requestId);
-  };
-
-  const parsed = template.input.safeParse(rawArgs ?? {});
-  if (!parsed.success) {
-    const error = new ArgumentError(describeIssues(parsed.error, rawArgs, knownArgs));
-    audit('rejected', {
-      error_class: 'argument',
-      error_code: error.code,
-      invalid_fields: error.issues.map((i) => i.field),
-    });
-    return errorResult(error, requestId);
-  }
+  const record = callRecord(entry.template.name, deps, options);
+  const parsed = entry.template.input.safeParse(rawArgs ?? {});
+  if (!parsed.success) return record.reject(new ArgumentError(describeIssues(parsed.error, rawArgs, entry.knownArgs)));
   // A period becomes its days now, in the reporting time zone: the statement, its cache key and the
   // audit line all see the days the call covered.
-  const args: unknown = resolvePeriods(parsed.data, deps.ctx.timeZone, (deps.now ?? Date.now)());
-  validArgs = args as Record<string, unknown>;
-
-  // Nobody waits for the answer to a call the client gave up on, whether it was waiting for a
-  // connection or running: that is neither a refusal, a timeout nor a failure.
-  const cancelled = (): CallToolResult => {
-    audit('cancelled');
-    return { isError: true, content: [{ type: 'text', text: `The call was cancelled. (request_id: ${requestId})` }] };
-  };
-  const admission = await deps.limits.admit(options.caller.id, options.signal);
-  if (!admission.ok) {
-    if (options.signal?.aborted) return cancelled();
-    return fail(new InfraError(admission.code, undefined, admission.retryAfterSeconds));
-  }
-  // The client cancelling and the server stopping both cancel the running query.
-  const abort = new AbortController();
-  const cancel = (): void => abort.abort();
-  options.signal?.addEventListener('abort', cancel, { once: true });
-  deps.shutdown?.addEventListener('abort', cancel, { once: true });
-  if (options.signal?.aborted || deps.shutdown?.aborted) cancel();
-  try {
-    if (!deps.isReady()) return fail(new InfraError('database_unavailable'));
-    const cap = Math.min(template.rowLimit?.(args) ?? MAX_ROWS, MAX_ROWS, limit?.maxRows ?? MAX_ROWS);
-    let result: RawResult;
-    let dataAsOf: string;
-    // A configured timeout cancels the query on the server, as the client going away does.
-    let timedOut = false;
-    const timer =
-      limit?.timeoutMs === undefined ? undefined : setTimeout(() => ((timedOut = true), cancel()), limit.timeoutMs);
-    try {
-      dataAsOf = new Date().toISOString();
-      result = await deps.db.execute(statementFor(entry, args, cap, deps), abort.signal);
-    } catch (err) {
-      if (options.signal?.aborted) return cancelled();
-      if (deps.shutdown?.aborted) return fail(new InfraError('shutting_down'));
-      return fail(timedOut ? new InfraError('timeout', err) : classifyDatabaseError(err), err);
-    } finally {
-      clearTimeout(timer);
-    }
-
-    try {
-      const { rows, suppressed } = shapeRows(entry, result, Math.min(result.rows.length, cap), deps.tokenize);
-      const output = template.present(rows, { truncated: result.rows.length > cap }, args, deps.ctx);
-      const checked = entry.output.safeParse({
-        ...output,
-        data_as_of: dataAsOf,
-        ...(entry.suppresses ? { suppressed_groups: suppressed } : {}),
-      });
-      if (!checked.success) throw new ConfigError(`output does not match its schema: ${checked.error.message}`);
-      audit('ok', { row_count: rows.length });
-      return successResult(checked.data);
-    } catch (err) {
-      // A template broke its own contract: a programmer error, reported to the client as a safe failure.
-      return fail(new InfraError('query_failed'), err);
-    }
-  } finally {
-    options.signal?.removeEventListener('abort', cancel);
-    deps.shutdown?.removeEventListener('abort', cancel);
-    admission.release();
-  }
+  const args = resolvePeriods(parsed.data, deps.ctx.timeZone, (deps.now ?? Date.now)()) as Record<string, unknown>;
+  record.args = args;
+  return admitted(record, deps, options, limit, (signal) => answer(entry, args, deps, signal, limit));
 }
 
 /**

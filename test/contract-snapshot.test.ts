@@ -32,7 +32,11 @@ describe('the public contract snapshot', () => {
 
   it('contract: the snapshot is what tools/list gives a real client', async () => {
     for (const pack of ALL_PACKS) {
-      const harness = await startHarness({ readerUrl: readerUrlFor(pack), templates: pack.templates });
+      const harness = await startHarness({
+        readerUrl: readerUrlFor(pack),
+        templates: pack.templates,
+        reports: pack.reports ?? [],
+      });
       try {
         const { tools } = await harness.client.listTools();
         const listed = liveOf(pack)[pack.name]!;

@@ -327,7 +327,7 @@ describe('doctor and a template serve would refuse', () => {
         `import sales from ${JSON.stringify(resolve('dist/pack/index.js'))};`,
         "const recent = sales.templates.find((t) => t.name === 'query_recent_orders');",
         'const columns = { ...recent.columns, customer_email: { ...recent.columns.customer_email, treatment: "plain" } };',
-        "export default definePack({ ...sales, name: 'bad_sales', templates: [{ ...recent, columns }] });",
+        "export default definePack({ ...sales, name: 'bad_sales', templates: [{ ...recent, columns }], reports: [] });",
       ].join('\n'),
     );
     try {

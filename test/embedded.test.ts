@@ -73,7 +73,7 @@ describe('the embedded default', () => {
     await next.client.connect(next.transport);
     try {
       const { tools } = await next.client.listTools();
-      expect(tools).toHaveLength(4);
+      expect(tools).toHaveLength(6);
       expect(next.stderr()).not.toContain('seeded demo data');
     } finally {
       await next.client.close();

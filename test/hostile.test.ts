@@ -591,7 +591,9 @@ describe('malformed JSON-RPC over HTTP, against the built CLI', () => {
     const res = await post(url, listTools);
     expect(res.status).toBe(200);
     const answer = JSON.parse(res.body) as { result: { tools: { name: string }[] } };
-    expect(answer.result.tools.map((t) => t.name).sort()).toEqual([...TOOL_NAMES].sort());
+    expect(answer.result.tools.map((t) => t.name).sort()).toEqual(
+      [...TOOL_NAMES, 'weekly_sales_report', 'sales_trend_report'].sort(),
+    );
   });
 });
 

@@ -138,7 +138,7 @@ describe('with a bearer token configured', () => {
   it('serves a client that presents the token', async () => {
     const client = await connect(authedUrl, { authorization: `Bearer ${TOKEN}` });
     try {
-      expect((await client.listTools()).tools).toHaveLength(4);
+      expect((await client.listTools()).tools).toHaveLength(6);
     } finally {
       await client.close();
     }

@@ -6,6 +6,7 @@
  */
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { templates } from '../queries/index.js';
 import { localToday, PERIODS, resolvePeriod, type Period } from '../src/lib/periods.js';
 import { connectAdmin, startHarness, structured, textOf, type Harness } from './support/harness.js';
 
@@ -151,10 +152,15 @@ describe('a tool called with a period', () => {
     );
   });
 
-  it('is offered by every tool, whose description tells a model to prefer it for relative questions', async () => {
+  it('is offered by every tool over a date range, whose description tells a model to prefer it for relative questions', async () => {
     const { tools } = await utc.client.listTools();
-    expect(tools.length).toBeGreaterThan(0);
-    for (const tool of tools) {
+    // Every tool but the reports, which name a week (last_week, this_week, or an ISO week) instead.
+    const ranged = tools.filter((t) => !t.name.endsWith('_report'));
+    expect(ranged.map((t) => t.name).sort()).toEqual(templates.map((t) => t.name).sort());
+    for (const report of tools.filter((t) => t.name.endsWith('_report'))) {
+      expect(JSON.stringify(report.inputSchema), report.name).toContain('last_week');
+    }
+    for (const tool of ranged) {
       expect(Object.keys(tool.inputSchema.properties ?? {}), tool.name).toContain('period');
       expect(tool.description, tool.name).toContain('give period instead of the dates');
       expect(tool.inputSchema.required ?? [], tool.name).not.toContain('start_date');

@@ -141,6 +141,15 @@ describe('a template that breaks the contract is refused at start-up', () => {
   it('when two tools share a name', () => {
     expect(() => createRegistry([recent, recent])).toThrow(/duplicate tool name/);
   });
+
+  it('when it takes compare_to without saying how to compare, or the other way round', () => {
+    const counting = templates.find((t) => t.name === 'query_order_count')!;
+    const { compare: _compare, ...blind } = counting;
+    expect(() => createRegistry([blind as AnyTemplate])).toThrow(/takes compare_to must declare compare\(\)/);
+    expect(() => createRegistry([{ ...recent, compare: (current) => current }])).toThrow(
+      /declares compare\(\) must take compare_to/,
+    );
+  });
 });
 
 describe('compiled SQL', () => {

@@ -60,6 +60,7 @@ beforeAll(() => {
   copy = mkdtempSync(join(tmpdir(), 'querygate-scaffold-'));
   cpSync(join(ROOT, 'pack'), join(copy, 'pack'), { recursive: true });
   cpSync(join(ROOT, 'queries'), join(copy, 'queries'), { recursive: true });
+  cpSync(join(ROOT, 'reports'), join(copy, 'reports'), { recursive: true });
   for (const linked of ['src', 'migrations', 'examples', 'node_modules'])
     symlinkSync(join(ROOT, linked), join(copy, linked));
   writeFileSync(join(copy, 'package.json'), JSON.stringify({ type: 'module' })); // TypeScript reads it as ESM

@@ -32,7 +32,7 @@ const PACK_ROOTS = ['.', ...readdirSync('examples').map((name) => join('examples
 
 const TEMPLATE_CODE = [
   ...PACK_ROOTS.flatMap((root) =>
-    ['pack', 'queries']
+    ['pack', 'queries', 'reports']
       .map((dir) => join(root, dir))
       .filter((dir) => existsSync(dir))
       .flatMap((dir) => readdirSync(dir).map((f) => join(dir, f)))

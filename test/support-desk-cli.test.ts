@@ -27,6 +27,8 @@ import { createClosedDatabase } from './support/scratch.js';
 const SUPPORT_PACK = resolve('dist/examples/support-desk/pack/index.js');
 const SUPPORT_TOOLS = ['query_ticket_volume', 'query_resolution_times', 'query_recent_tickets'];
 const SALES_TOOLS = ['query_order_count', 'query_sales', 'query_top_products', 'query_recent_orders'];
+/** Reports are listed after every pack's templates, and plan nothing of their own: their templates do. */
+const REPORTS = ['weekly_sales_report', 'sales_trend_report'];
 const MAY = { start_date: '2025-05-01', end_date: '2025-05-31' };
 
 /** An MCP client over stdio to `node dist/src/cli.js serve`, as a desktop client launches it. */
@@ -172,7 +174,7 @@ describe('the sales pack and the support desk together', () => {
   it('serve lists the tools of both and answers each from its own tables', async () => {
     ({ client } = await serveOverStdio({ DATABASE_URL: readerUrl, QUERYGATE_PACKS: `sales,${SUPPORT_PACK}` }));
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name)).toEqual([...SALES_TOOLS, ...SUPPORT_TOOLS]);
+    expect(tools.map((t) => t.name)).toEqual([...SALES_TOOLS, ...SUPPORT_TOOLS, ...REPORTS]);
 
     const orders = await call(client, 'query_order_count', MAY);
     const { rows: sales } = await admin.query<{ n: number }>(

@@ -15,6 +15,7 @@ import { widestArguments } from '../../src/lib/widest-arguments.js';
 import type { Pack } from '../../src/pack.js';
 import {
   createRegistry,
+  resolvePeriods,
   DEFAULT_SMALL_GROUP_THRESHOLD,
   type AnyTemplate,
   type ColumnSpec,
@@ -476,7 +477,9 @@ export function uncappedStatement(
   template: AnyTemplate,
   args: Record<string, unknown>,
 ): { sql: string; parameters: readonly unknown[] } {
-  return template.query(createCompiler(), args, { timeZone: 'UTC' }).limit(1_000_000_000).compile();
+  // A period is resolved as the server resolves it, on today's date in UTC.
+  const days = resolvePeriods(args, 'UTC', Date.now());
+  return template.query(createCompiler(), days, { timeZone: 'UTC' }).limit(1_000_000_000).compile();
 }
 
 /**

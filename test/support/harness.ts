@@ -5,12 +5,14 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { templates } from '../../queries/index.js';
+import { reports } from '../../reports/index.js';
 import type { AuditEntry, AuditLog } from '../../src/audit.js';
 import { connectReader, type ReaderDatabase } from '../../src/db/connect.js';
 import { createCallLimits, type LimitsOptions } from '../../src/limits.js';
 import { createTokenizer } from '../../src/lib/masking.js';
 import { createLogger } from '../../src/logger.js';
 import { createRegistry, type AnyTemplate, type Caller, type Registry } from '../../src/registry.js';
+import type { AnyReport } from '../../src/reports.js';
 import { createServer } from '../../src/server.js';
 
 export interface HarnessOptions {
@@ -20,6 +22,8 @@ export interface HarnessOptions {
   readonly tokenKey?: string;
   readonly applicationName?: string;
   readonly templates?: readonly AnyTemplate[];
+  /** Reports served beside the templates; the sales pack's with its templates, none with a test's own. */
+  readonly reports?: readonly AnyReport[];
   /** A registry built by the test (with its own options); otherwise one of `templates`. */
   readonly registry?: Registry;
   readonly caller?: Caller;
@@ -54,7 +58,11 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   );
   const server = createServer(
     {
-      registry: options.registry ?? createRegistry(options.templates ?? templates),
+      registry:
+        options.registry ??
+        createRegistry(options.templates ?? templates, {
+          reports: options.reports ?? (options.templates ? [] : reports),
+        }),
       db: reader,
       tokenize: createTokenizer(options.tokenKey ?? 'test-token-key'),
       logger,

@@ -21,13 +21,31 @@ export const toolsFeature: Feature = {
     'tools/call': {
       eras: ['legacy', 'modern'],
       nameParam: 'name',
-      handle: async (params, { deps, caller, signal, traceparent, log }) => {
+      handle: async (params, { deps, caller, signal, traceparent, log, notify }) => {
         const { name, arguments: args } = params;
         if (typeof name !== 'string') throw new ProtocolError(INVALID_PARAMS, 'Invalid params: name must be a string');
         if (args !== undefined && !isObject(args)) {
           throw new ProtocolError(INVALID_PARAMS, 'Invalid params: arguments must be an object');
         }
-        const result = await deps.registry.call(name, args, deps, { caller, signal, traceparent, report: log });
+        // A request that carries a progress token hears after each step of a call that takes several.
+        const meta = isObject(params._meta) ? params._meta : undefined;
+        const token = meta?.progressToken;
+        const progress =
+          notify !== undefined && (typeof token === 'string' || typeof token === 'number')
+            ? (done: number, total: number, message: string): void =>
+                notify({
+                  jsonrpc: '2.0',
+                  method: 'notifications/progress',
+                  params: { progressToken: token, progress: done, total, message },
+                })
+            : undefined;
+        const result = await deps.registry.call(name, args, deps, {
+          caller,
+          signal,
+          traceparent,
+          report: log,
+          ...(progress ? { progress } : {}),
+        });
         return result as unknown as Record<string, unknown>;
       },
     },

@@ -1,0 +1,159 @@
+/**
+ * How have sales moved week by week? The trend report: up to 52 ISO weeks ending with the last whole
+ * week (or a given one), each with its net revenue, net orders and average order value per currency,
+ * and the change from the week before.
+ *
+ * Example input: { "weeks": 12 }
+ *
+ * Built from query_sales by week, run over successive ranges of at most 12 whole weeks (84 days, under
+ * the 90 a statement may cover), from the week before the first, so that the first week has its change
+ * too: 52 weeks take five queries, and progress is told after each. In a
+ * whole-hour zone each reads the hourly rollup. It is the report to run as a job (submit_trend_report)
+ * when a client cannot wait.
+ */
+import { z } from 'zod';
+import { querySales } from '../queries/query-sales.js';
+import { ArgumentError } from '../src/errors.js';
+import { MAX_ROWS } from '../src/lib/arguments.js';
+import { changeOf } from '../src/lib/comparison.js';
+import { count, currency, money } from '../src/lib/result-shape.js';
+import { isoWeekOf, resolveWeek, weekField } from '../src/lib/weeks.js';
+import { defineReport } from '../src/reports.js';
+
+const DAY_MS = 86_400_000;
+const shift = (day: string, days: number): string =>
+  new Date(Date.parse(`${day}T00:00:00Z`) + days * DAY_MS).toISOString().slice(0, 10);
+export const MAX_TREND_WEEKS = 52;
+/** Weeks per query: 12 weeks are 84 days, within the 90 days one statement may cover. */
+const WEEKS_PER_QUERY = 12;
+
+const input = z.strictObject({
+  weeks: z
+    .number()
+    .int({ error: 'must be a whole number of weeks' })
+    .min(2, { error: 'must be at least 2' })
+    .max(MAX_TREND_WEEKS, { error: `must be at most ${MAX_TREND_WEEKS}` })
+    .default(12)
+    .describe(`How many ISO weeks, 2..${MAX_TREND_WEEKS} (default 12)`),
+  through_week: weekField
+    .optional()
+    .describe(
+      'The last week of the trend: an ISO week (2026-W48), a day inside it, or last_week (the default) / this_week',
+    ),
+});
+
+const weekRow = z.object({
+  week: z.string().describe('ISO week, e.g. 2026-W48'),
+  start_date: z.string().describe('Its Monday'),
+  currency,
+  revenue: money.describe('Net revenue of the week in `currency` (0 when nothing sold)'),
+  order_count: count.describe('Net orders of the week in `currency`'),
+  avg_order_value: money.nullable().describe('revenue / order_count; null without orders'),
+  change_pct: z
+    .number()
+    .nullable()
+    .describe(
+      'Revenue change from the week before in percent; null for the first week, or when the week before had none',
+    ),
+  change_note: z.string().optional(),
+});
+
+const output = z.object({
+  weeks: count,
+  first_week: z.string(),
+  last_week: z.string(),
+  start_date: z.string(),
+  end_date: z.string(),
+  time_zone: z.string(),
+  partial: z.boolean().describe('True when the last week is still running'),
+  rows: z.array(weekRow).describe('One row per week and currency, weeks in time order, currencies alphabetically'),
+});
+type Output = z.infer<typeof output>;
+
+/** The ranges, each of at most WEEKS_PER_QUERY whole weeks, that the trend is read in. */
+export function trendChunks(start: string, weeks: number): { start_date: string; end_date: string }[] {
+  const chunks = [];
+  for (let done = 0; done < weeks; done += WEEKS_PER_QUERY) {
+    const length = Math.min(WEEKS_PER_QUERY, weeks - done);
+    const from = shift(start, done * 7);
+    chunks.push({ start_date: from, end_date: shift(from, length * 7 - 1) });
+  }
+  return chunks;
+}
+
+export const salesTrendReport = defineReport({
+  name: 'sales_trend_report',
+  title: 'Weekly sales trend',
+  description: [
+    `Net revenue, net orders and average order value for each of up to ${MAX_TREND_WEEKS} ISO weeks (Monday to Sunday), per currency, with each week's revenue change from the week before.`,
+    'Use it for "how have sales trended over the last quarter, week by week?" or "revenue per week this year".',
+    `weeks is how many (default 12); through_week the last one (default last_week). Longer trends take several queries: a client that cannot wait can run it as a job with submit_trend_report and poll get_report_job.`,
+  ].join(' '),
+  input,
+  examples: [{ weeks: 12 }, { weeks: 52, through_week: '2025-W26' }],
+  output,
+  uses: [querySales],
+  // One week more than asked for, read first, gives the first week its change too.
+  steps: (args) => Math.ceil((args.weeks + 1) / WEEKS_PER_QUERY),
+  build: async (run, args, ctx): Promise<Output> => {
+    const last = resolveWeek(args.through_week ?? 'last_week', ctx.today);
+    if (last.start_date > ctx.today) {
+      throw new ArgumentError([
+        {
+          field: 'through_week',
+          rule: `${last.week} starts on ${last.start_date}, after today (${ctx.today} in ${ctx.timeZone}); give a week that has begun`,
+        },
+      ]);
+    }
+    const start = shift(last.start_date, -7 * (args.weeks - 1));
+    const sums = new Map<string, { cents: number; orders: number }>();
+    for (const chunk of trendChunks(shift(start, -7), args.weeks + 1)) {
+      const answer = await run(querySales, { ...chunk, group_by: 'week' });
+      // Whole weeks of at most 12, in a few currencies: the answer always fits, and is never cut.
+      if (answer.truncated) throw new Error('a trend chunk was cut at the row cap');
+      for (const row of answer.rows) {
+        sums.set(`${row.period}|${row.currency}`, {
+          cents: Math.round(row.revenue * 100),
+          orders: row.order_count,
+        });
+      }
+    }
+    const currencies = [...new Set([...sums.keys()].map((k) => k.split('|')[1]!))].sort();
+    const rows: Output['rows'] = [];
+    for (let k = 0; k < args.weeks; k++) {
+      const monday = shift(start, 7 * k);
+      for (const c of currencies) {
+        const sum = sums.get(`${monday}|${c}`) ?? { cents: 0, orders: 0 };
+        const change = changeOf(sum.cents, sums.get(`${shift(monday, -7)}|${c}`)?.cents ?? 0);
+        rows.push({
+          week: isoWeekOf(monday),
+          start_date: monday,
+          currency: c,
+          revenue: sum.cents / 100,
+          order_count: sum.orders,
+          avg_order_value: sum.orders === 0 ? null : Math.round(sum.cents / sum.orders) / 100,
+          ...change,
+        });
+      }
+    }
+    if (rows.length > MAX_ROWS) {
+      const fit = Math.floor(MAX_ROWS / currencies.length);
+      throw new ArgumentError([
+        {
+          field: 'weeks',
+          rule: `with sales in ${currencies.length} currencies, at most ${fit} weeks fit one answer of ${MAX_ROWS} rows; ask for ${fit} weeks or fewer`,
+        },
+      ]);
+    }
+    return {
+      weeks: args.weeks,
+      first_week: isoWeekOf(start),
+      last_week: last.week,
+      start_date: start,
+      end_date: last.end_date,
+      time_zone: ctx.timeZone,
+      partial: last.end_date >= ctx.today,
+      rows,
+    };
+  },
+});

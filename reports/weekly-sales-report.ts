@@ -1,0 +1,354 @@
+/**
+ * How did a week go? The weekly sales report: the week's revenue, orders, average order value and
+ * cancellation and refund rates against the week before and the same week a year earlier; revenue by
+ * day against the same weekdays of the week before; the top products with their rank the week before;
+ * revenue by region and by category with the change; and the days whose revenue stands out.
+ *
+ * Example input: { "week": "last_week" }
+ *
+ * Built from the pack's templates, each run through the registry as a call of the tool would be:
+ * query_sales (by day for the week, the week before and the eight weeks before that; by week a year
+ * earlier; by region and by category for the week and the week before), query_order_count for the
+ * three weeks, and query_top_products for the week and the week before. In a whole-hour zone every one
+ * of them reads a rollup. A week still running is compared day for day: Monday to today against Monday
+ * to the same weekday of the other weeks.
+ */
+import { z } from 'zod';
+import { queryOrderCount } from '../queries/query-order-count.js';
+import { querySales } from '../queries/query-sales.js';
+import { queryTopProducts } from '../queries/query-top-products.js';
+import { ArgumentError } from '../src/errors.js';
+import { changeOf } from '../src/lib/comparison.js';
+import { resolveWeek, weekField } from '../src/lib/weeks.js';
+import { count, currency, money } from '../src/lib/result-shape.js';
+import { defineReport, type RunTemplate, type TemplateAnswer } from '../src/reports.js';
+import { notableDays, NOTABLE_RULE } from './notable-days.js';
+
+const DAY_MS = 86_400_000;
+const shift = (day: string, days: number): string =>
+  new Date(Date.parse(`${day}T00:00:00Z`) + days * DAY_MS).toISOString().slice(0, 10);
+const WEEKDAYS = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
+const weekday = (day: string): string => WEEKDAYS[new Date(`${day}T00:00:00Z`).getUTCDay()]!;
+/** The eight weeks before the week are the baseline a day is held to. */
+const BASELINE_WEEKS = 8;
+const TOP_PRODUCTS = 5;
+
+const input = z.strictObject({ week: weekField });
+
+const range = z.object({
+  start_date: z.string().describe('First day (YYYY-MM-DD)'),
+  end_date: z.string().describe('Last day (YYYY-MM-DD)'),
+});
+
+const changeUnit = z
+  .enum(['percent', 'percentage_points'])
+  .describe('percent: (value − other) / other × 100; percentage_points: value − other, for the rates');
+
+const METRICS = ['revenue', 'order_count', 'avg_order_value', 'cancellation_rate', 'refund_rate'] as const;
+
+const metricRow = z.object({
+  metric: z
+    .enum(METRICS)
+    .describe(
+      'revenue: net of cancelled and refunded orders; order_count: every order placed, whatever its status; avg_order_value: revenue / net orders; cancellation_rate and refund_rate: cancelled or refunded orders as a percentage of every order placed',
+    ),
+  currency: currency.nullable().describe('The currency of revenue and avg_order_value; null for counts and rates'),
+  value: z.number().nullable().describe('This week (through through_date)'),
+  last_week: z.number().nullable().describe('The same days of the week before'),
+  year_ago: z.number().nullable().describe('The same days of the same week a year earlier (52 weeks before)'),
+  change_vs_last_week: z.number().nullable(),
+  change_vs_year_ago: z.number().nullable(),
+  change_unit: changeUnit,
+  note: z.string().optional().describe('Why a change is null'),
+});
+
+const dayRow = z.object({
+  date: z.string(),
+  weekday: z.string(),
+  currency,
+  revenue: money.describe('Net revenue of the day'),
+  last_week_date: z.string().describe('The same weekday of the week before'),
+  last_week_revenue: money,
+  change_pct: z.number().nullable(),
+  change_note: z.string().optional(),
+});
+
+const productRow = z.object({
+  rank: count.describe('Rank by net revenue within its currency, 1 = best'),
+  sku: z.string(),
+  name: z.string(),
+  category: z.string(),
+  currency,
+  revenue: money,
+  units: count,
+  rank_last_week: count
+    .nullable()
+    .describe(
+      'Its rank the week before (same days, same currency); null when it sold nothing then, or ranked below 100',
+    ),
+});
+
+const segmentRow = (key: 'region' | 'category'): z.ZodObject =>
+  z.object({
+    [key]: z.string(),
+    currency,
+    revenue: money,
+    last_week_revenue: money,
+    change_pct: z.number().nullable(),
+    change_note: z.string().optional(),
+  });
+
+const notableRow = z.object({
+  date: z.string(),
+  weekday: z.string(),
+  currency,
+  revenue: money,
+  baseline_median: money.describe(`Median revenue of the same weekday over the ${BASELINE_WEEKS} weeks before`),
+  robust_z: z.number().nullable().describe('Modified z-score (see notable_rule); null when the baseline has no spread'),
+  direction: z.enum(['high', 'low']),
+});
+
+const output = z.object({
+  week: z.string().describe('The ISO week, e.g. 2026-W48'),
+  start_date: z.string().describe('Its Monday'),
+  end_date: z.string().describe('Its Sunday'),
+  through_date: z.string().describe('The last day covered: end_date, or today while the week is still running'),
+  time_zone: z.string(),
+  partial: z.boolean().describe('True while the week is still running: figures cover start_date..through_date'),
+  has_orders: z.boolean().describe('False when no order was placed in the days covered'),
+  summary: z.string().describe('One sentence a person can read first'),
+  last_week: range.describe('The days this week is compared with, the week before'),
+  year_ago: range.describe('The days this week is compared with, 52 weeks before'),
+  metrics: z.array(metricRow),
+  daily: z.array(dayRow).describe('Net revenue per day and currency, against the same weekday of the week before'),
+  top_products: z.array(productRow).describe(`The best ${TOP_PRODUCTS} products of each currency by net revenue`),
+  regions: z.array(segmentRow('region')),
+  categories: z.array(segmentRow('category')),
+  notable_days: z.array(notableRow),
+  notable_rule: z.string().describe('How a notable day is found'),
+});
+type Output = z.infer<typeof output>;
+
+type SalesAnswer = TemplateAnswer<typeof querySales>;
+type SalesRow = SalesAnswer['rows'][number];
+
+/** The revenue and net orders of each day and currency, split until no answer is cut at the row cap. */
+async function dailySales(run: RunTemplate, start: string, end: string): Promise<SalesRow[]> {
+  const answer = await run(querySales, { start_date: start, end_date: end, group_by: 'day' });
+  if (!answer.truncated) return answer.rows;
+  if (start === end) throw new Error(`more currencies on ${start} than one answer holds`);
+  const days = Math.round((Date.parse(end) - Date.parse(start)) / DAY_MS) + 1;
+  const middle = shift(start, Math.floor(days / 2) - 1);
+  return [...(await dailySales(run, start, middle)), ...(await dailySales(run, shift(middle, 1), end))];
+}
+
+/** Sums of revenue (in cents, so exactly) and net orders per currency over the given days. */
+function totals(rows: readonly SalesRow[], from: string, to: string): Map<string, { cents: number; orders: number }> {
+  const sums = new Map<string, { cents: number; orders: number }>();
+  for (const row of rows) {
+    if (row.period! < from || row.period! > to) continue;
+    const sum = sums.get(row.currency) ?? { cents: 0, orders: 0 };
+    sum.cents += Math.round(row.revenue * 100);
+    sum.orders += row.order_count;
+    sums.set(row.currency, sum);
+  }
+  return sums;
+}
+
+const percentChange = (value: number | null, other: number | null): { change: number | null; note?: string } => {
+  const { change_pct, change_note } = changeOf(value, other);
+  return { change: change_pct, ...(change_note ? { note: change_note } : {}) };
+};
+
+/** A rate's change in percentage points, to one decimal. */
+const pointChange = (value: number | null, other: number | null): { change: number | null; note?: string } =>
+  value === null || other === null
+    ? { change: null, note: 'no orders on one side, so no rate' }
+    : { change: Math.round((value - other) * 10) / 10 };
+
+type Counted = TemplateAnswer<typeof queryOrderCount>;
+const rate = (counted: Counted, status: 'cancelled' | 'refunded'): number | null =>
+  counted.order_count === 0 ? null : Math.round((counted.by_status![status] / counted.order_count) * 1000) / 10;
+
+export const weeklySalesReport = defineReport({
+  name: 'weekly_sales_report',
+  title: 'Weekly sales report',
+  description: [
+    'The weekly sales report for one ISO week (Monday to Sunday): net revenue, orders, average order value and cancellation and refund rates, each against the week before and the same week a year earlier; revenue by day against the same weekdays of the week before; the top 5 products of each currency with their rank the week before; revenue by region and by category with the change; and notable days, whose revenue is far from the same weekday of the 8 weeks before.',
+    'Use it for "how did last week go?" or "give me the weekly report for week 48". Give week as last_week or this_week for relative questions, or as an ISO week (2026-W48) or any day inside it.',
+    'A week still running is marked partial and compared day for day with the same weekdays of the other weeks. Money is never added across currencies: revenue figures come per currency.',
+  ].join(' '),
+  input,
+  examples: [{ week: 'last_week' }, { week: '2025-W24' }, { week: '2025-06-11' }],
+  output,
+  uses: [querySales, queryOrderCount, queryTopProducts],
+  steps: () => 12,
+  build: async (run, args, ctx): Promise<Output> => {
+    const week = resolveWeek(args.week, ctx.today);
+    if (week.start_date > ctx.today) {
+      throw new ArgumentError([
+        {
+          field: 'week',
+          rule: `${week.week} starts on ${week.start_date}, after today (${ctx.today} in ${ctx.timeZone}); give a week that has begun`,
+        },
+      ]);
+    }
+    const through = week.end_date < ctx.today ? week.end_date : ctx.today;
+    const partial = through < week.end_date;
+    const current = { start_date: week.start_date, end_date: through };
+    const lastWeek = { start_date: shift(week.start_date, -7), end_date: shift(through, -7) };
+    const yearAgo = { start_date: shift(week.start_date, -364), end_date: shift(through, -364) };
+
+    // Revenue by day: this week and the one before in one answer, the baseline weeks in another.
+    const recent = await dailySales(run, lastWeek.start_date, through);
+    const baseline = await dailySales(run, shift(week.start_date, -7 * BASELINE_WEEKS), shift(through, -14));
+    const yearAgoSales = await run(querySales, { ...yearAgo, group_by: 'week' });
+    const [counts, lastCounts, yearAgoCounts] = [
+      await run(queryOrderCount, current),
+      await run(queryOrderCount, lastWeek),
+      await run(queryOrderCount, yearAgo),
+    ];
+
+    const now = totals(recent, current.start_date, current.end_date);
+    const before = totals(recent, lastWeek.start_date, lastWeek.end_date);
+    const yearBefore = totals(yearAgoSales.rows, '0000-00-00', '9999-99-99');
+    const currencies = [...new Set([...now.keys(), ...before.keys(), ...yearBefore.keys()])].sort();
+    const metrics: Output['metrics'] = [];
+    const metric = (
+      name: (typeof METRICS)[number],
+      currencyCode: string | null,
+      values: [number | null, number | null, number | null],
+      change: typeof percentChange,
+    ): void => {
+      const [value, last, ago] = values;
+      const vsLast = change(value, last);
+      const vsAgo = change(value, ago);
+      const notes = [vsLast.note && `vs last week: ${vsLast.note}`, vsAgo.note && `vs a year ago: ${vsAgo.note}`];
+      const note = notes.filter(Boolean).join('; ');
+      metrics.push({
+        metric: name,
+        currency: currencyCode,
+        value,
+        last_week: last,
+        year_ago: ago,
+        change_vs_last_week: vsLast.change,
+        change_vs_year_ago: vsAgo.change,
+        change_unit: change === pointChange ? 'percentage_points' : 'percent',
+        ...(note ? { note } : {}),
+      });
+    };
+    const revenueOf = (sums: typeof now, c: string): number => (sums.get(c)?.cents ?? 0) / 100;
+    const aovOf = (sums: typeof now, c: string): number | null => {
+      const sum = sums.get(c);
+      return sum && sum.orders > 0 ? Math.round(sum.cents / sum.orders) / 100 : null;
+    };
+    for (const c of currencies) {
+      metric('revenue', c, [revenueOf(now, c), revenueOf(before, c), revenueOf(yearBefore, c)], percentChange);
+    }
+    metric('order_count', null, [counts.order_count, lastCounts.order_count, yearAgoCounts.order_count], percentChange);
+    for (const c of currencies) {
+      metric('avg_order_value', c, [aovOf(now, c), aovOf(before, c), aovOf(yearBefore, c)], percentChange);
+    }
+    for (const status of ['cancelled', 'refunded'] as const) {
+      metric(
+        status === 'cancelled' ? 'cancellation_rate' : 'refund_rate',
+        null,
+        [rate(counts, status), rate(lastCounts, status), rate(yearAgoCounts, status)],
+        pointChange,
+      );
+    }
+
+    // By day, against the same weekday of the week before (a day without sales counts as 0).
+    const revenueOn = new Map(recent.map((r) => [`${r.period}|${r.currency}`, r.revenue]));
+    const daily: Output['daily'] = [];
+    for (let day = current.start_date; day <= current.end_date; day = shift(day, 1)) {
+      for (const c of currencies.filter((c) => now.has(c) || before.has(c))) {
+        const revenue = revenueOn.get(`${day}|${c}`) ?? 0;
+        const last = revenueOn.get(`${shift(day, -7)}|${c}`) ?? 0;
+        const { change_pct, change_note } = changeOf(revenue, last);
+        daily.push({
+          date: day,
+          weekday: weekday(day),
+          currency: c,
+          revenue,
+          last_week_date: shift(day, -7),
+          last_week_revenue: last,
+          change_pct,
+          ...(change_note ? { change_note } : {}),
+        });
+      }
+    }
+
+    const top = await run(queryTopProducts, { ...current, limit: TOP_PRODUCTS });
+    const topBefore = await run(queryTopProducts, { ...lastWeek, limit: 100 });
+    const rankBefore = new Map<string, number>();
+    const seen = new Map<string, number>();
+    for (const row of topBefore.rows) {
+      const rank = (seen.get(row.currency) ?? 0) + 1;
+      seen.set(row.currency, rank);
+      rankBefore.set(`${row.sku}|${row.currency}`, rank);
+    }
+    const ranks = new Map<string, number>();
+    const topProducts = top.rows.map((row) => {
+      const rank = (ranks.get(row.currency) ?? 0) + 1;
+      ranks.set(row.currency, rank);
+      return { rank, ...row, rank_last_week: rankBefore.get(`${row.sku}|${row.currency}`) ?? null };
+    });
+
+    const segments = async (by: 'region' | 'category'): Promise<Record<string, unknown>[]> => {
+      const [nowRows, beforeRows] = [
+        (await run(querySales, { ...current, group_by: by })).rows,
+        (await run(querySales, { ...lastWeek, group_by: by })).rows,
+      ];
+      const earlier = new Map(beforeRows.map((r) => [`${r[by]}|${r.currency}`, r.revenue]));
+      return nowRows.map((r) => {
+        const last = earlier.get(`${r[by]}|${r.currency}`) ?? 0;
+        const { change_pct, change_note } = changeOf(r.revenue, last);
+        return {
+          [by]: r[by]!,
+          currency: r.currency,
+          revenue: r.revenue,
+          last_week_revenue: last,
+          change_pct,
+          ...(change_note ? { change_note } : {}),
+        };
+      });
+    };
+    const regions = await segments('region');
+    const categories = await segments('category');
+
+    const history = new Map([...baseline, ...recent].map((r) => [`${r.period}|${r.currency}`, r.revenue]));
+    const notable = notableDays(
+      current,
+      currencies.filter((c) => now.has(c)),
+      (day, c) => history.get(`${day}|${c}`) ?? 0,
+      BASELINE_WEEKS,
+    ).map((d) => ({ ...d, weekday: weekday(d.date) }));
+
+    const hasOrders = counts.order_count > 0;
+    const days = `${current.start_date} to ${current.end_date}${partial ? ', so far' : ''}`;
+    const summary = hasOrders
+      ? `${week.week} (${days}): ${counts.order_count} orders; net revenue ${currencies
+          .filter((c) => now.has(c))
+          .map((c) => `${revenueOf(now, c).toFixed(2)} ${c}`)
+          .join(', ')}.`
+      : `No orders were placed in ${week.week} (${days}).`;
+    return {
+      ...week,
+      through_date: through,
+      time_zone: ctx.timeZone,
+      partial,
+      has_orders: hasOrders,
+      summary,
+      last_week: lastWeek,
+      year_ago: yearAgo,
+      metrics,
+      daily,
+      top_products: topProducts,
+      regions,
+      categories,
+      notable_days: notable,
+      notable_rule: NOTABLE_RULE,
+    } as Output;
+  },
+});

@@ -1,0 +1,95 @@
+/**
+ * Comparisons with an earlier range (`compare_to`): which range a result is compared with, and how a
+ * change is stated. The earlier range is queried on its own, so every statement still covers at most
+ * the 90 days a range may span.
+ */
+import { z } from 'zod';
+import { oneOf } from './arguments.js';
+
+export const COMPARISONS = ['previous_period', 'previous_year'] as const;
+export type Comparison = (typeof COMPARISONS)[number];
+
+/** The optional argument, spread into a tool's input. */
+export const compareToField = {
+  compare_to: oneOf(
+    COMPARISONS,
+    'Also compute the same figures for an earlier range, and the change: previous_period is the range of the same length just before; previous_year is the same dates a year earlier (52 weeks earlier when the range is whole ISO weeks, so weekdays line up)',
+  ).optional(),
+};
+
+const DAY_MS = 86_400_000;
+const ms = (day: string): number => Date.parse(`${day}T00:00:00Z`);
+const day = (t: number): string => new Date(t).toISOString().slice(0, 10);
+
+/** True when a range is whole ISO weeks: it starts on a Monday and spans a multiple of 7 days. */
+export function isWholeWeeks(startDate: string, endDate: string): boolean {
+  const start = ms(startDate);
+  const days = Math.round((ms(endDate) - start) / DAY_MS) + 1;
+  return new Date(start).getUTCDay() === 1 && days % 7 === 0;
+}
+
+/** The same calendar day a year earlier; 29 February becomes 28 February. */
+function yearEarlier(d: string): string {
+  const [y, m, dd] = [Number(d.slice(0, 4)), Number(d.slice(5, 7)), Number(d.slice(8, 10))];
+  const last = new Date(Date.UTC(y - 1, m, 0)).getUTCDate();
+  const t = new Date(0);
+  t.setUTCFullYear(y - 1, m - 1, Math.min(dd, last));
+  return day(t.getTime());
+}
+
+/** The range a result is compared with (inclusive days, YYYY-MM-DD). */
+export function comparisonRange(
+  startDate: string,
+  endDate: string,
+  compareTo: Comparison,
+): { start_date: string; end_date: string } {
+  const start = ms(startDate);
+  const end = ms(endDate);
+  if (compareTo === 'previous_period') {
+    const length = end - start + DAY_MS;
+    return { start_date: day(start - length), end_date: day(end - length) };
+  }
+  if (isWholeWeeks(startDate, endDate)) {
+    return { start_date: day(start - 364 * DAY_MS), end_date: day(end - 364 * DAY_MS) };
+  }
+  return { start_date: yearEarlier(startDate), end_date: yearEarlier(endDate) };
+}
+
+export interface Change {
+  /** (current − prior) / prior × 100, rounded to one decimal; null when it has no meaning. */
+  readonly change_pct: number | null;
+  /** Why change_pct is null; absent when it is a number. */
+  readonly change_note?: string;
+}
+
+/** The change from a prior value to a current one, in percent; null, with the reason, when prior is 0 or absent. */
+export function changeOf(current: number | null, prior: number | null): Change {
+  if (current === null) return { change_pct: null, change_note: 'no value in the current range' };
+  if (prior === null) return { change_pct: null, change_note: 'no value in the comparison range' };
+  if (prior === 0) {
+    return {
+      change_pct: null,
+      change_note:
+        current === 0 ? 'zero in both ranges' : 'the comparison range had zero, so no percentage can be given',
+    };
+  }
+  return { change_pct: Math.round(((current - prior) / Math.abs(prior)) * 1000) / 10 };
+}
+
+/** The output fields of a change, with a description a model reads. */
+export const changeFields = {
+  change_pct: z
+    .number()
+    .nullable()
+    .describe(
+      'Change from the comparison range in percent ((current − prior) / prior × 100, one decimal); null when the prior value is 0 or missing, and change_note says why',
+    ),
+  change_note: z.string().optional().describe('Why change_pct is null'),
+};
+
+/** The comparison range a result echoes. */
+export const comparisonEcho = z.object({
+  compare_to: z.enum(COMPARISONS),
+  start_date: z.string().describe('First day of the comparison range (YYYY-MM-DD)'),
+  end_date: z.string().describe('Last day of the comparison range (YYYY-MM-DD)'),
+});

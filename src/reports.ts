@@ -1,0 +1,50 @@
+/**
+ * Reports: a tool whose answer is built from several of its pack's templates, each run through the
+ * registry's one door (validation, the read-only reader, the row cap, masking, output checks), never
+ * from a statement of its own. A pack declares its reports beside its templates; the registry lists
+ * them as tools and runs them.
+ */
+import type { z } from 'zod';
+import type { AnyTemplate, QueryContext, QueryTemplate, ToolContract } from './registry.js';
+
+/** A template's result as a report gets it: its output, with the registry's freshness. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type TemplateAnswer<T> = (T extends QueryTemplate<any, infer Output> ? Output : never) & {
+  readonly data_as_of: string;
+};
+
+/**
+ * Runs one of the report's templates for the report's caller, with the arguments a model would give
+ * it. Arguments the template refuses are the report's own mistake (a programmer error).
+ */
+export type RunTemplate = <T extends AnyTemplate>(template: T, args: z.input<T['input']>) => Promise<TemplateAnswer<T>>;
+
+export interface ReportContext extends QueryContext {
+  /** Today in the reporting time zone (YYYY-MM-DD), as the call sees it. */
+  readonly today: string;
+  /** The instant the call was made (milliseconds since the epoch). */
+  readonly nowMs: number;
+}
+
+/** A tool built from templates: its contract, the templates it runs, and how it builds its answer. */
+export interface ReportTemplate<Args, Output extends Record<string, unknown>> extends ToolContract<Args, Output> {
+  /** Every template the report runs: it is served only beside them. */
+  readonly uses: readonly AnyTemplate[];
+  /** How many template runs a call makes, for progress notifications. */
+  readonly steps: (args: Args, ctx: ReportContext) => number;
+  /**
+   * Builds the answer. An ArgumentError thrown here (a week in the future, say) is the caller's to
+   * fix and comes back naming the field.
+   */
+  readonly build: (run: RunTemplate, args: Args, ctx: ReportContext) => Promise<Output>;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyReport = ReportTemplate<any, Record<string, unknown>>;
+
+/** Declares a report; the registry checks it when it is served. */
+export function defineReport<Args, Output extends Record<string, unknown>>(
+  report: ReportTemplate<Args, Output>,
+): ReportTemplate<Args, Output> {
+  return report;
+}
