@@ -180,6 +180,12 @@ describe('2026-07-28 on the wire', () => {
         ttlMs: expect.any(Number),
       });
     }
+    const read = await modern(3, 'resources/read', { uri: 'querygate://catalog' });
+    expect(read.json.result).toMatchObject({
+      resultType: 'complete',
+      cacheScope: 'private',
+      ttlMs: expect.any(Number),
+    });
     const call = await modern(4, 'tools/call', { name: 'query_order_count', arguments: MAY });
     expect(call.json.result).toMatchObject({
       resultType: 'complete',
