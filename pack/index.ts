@@ -7,6 +7,7 @@ import { migrations } from '../migrations/index.js';
 import { templates } from '../queries/index.js';
 import { definePack } from '../src/pack.js';
 import { METRICS, VIEWS } from './docs.js';
+import { prompts } from './prompts.js';
 import { PERSONAL_COLUMNS } from './schema.js';
 import { DEFAULT_SEED_ORDERS, seedDatabase } from './seed.js';
 
@@ -44,6 +45,7 @@ export const salesPack = definePack({
   maxPlanCost: 250_000,
   metrics: METRICS,
   views: VIEWS,
+  prompts,
 });
 
 export default salesPack;

@@ -1,18 +1,20 @@
 /**
  * What a server offers besides its tools: resources (the engine's documentation, and the packs'
- * resource templates). Built once from the packs served, checked as the registry checks templates: a
- * broken declaration stops the server.
+ * resource templates), prompts, and where their arguments' completions come from. Built once from
+ * the packs served, checked as the registry checks templates: a broken declaration stops the server.
  */
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
+import { createLabelCache, type CompletionSource, type LabelCache } from './argument-completions.js';
 import { documentationResources, type StaticResource } from './docs.js';
 import { ConfigError } from './errors.js';
 import type { Pack } from './pack.js';
+import { servePrompt, type ServedPrompt } from './prompts.js';
 import type { Caller } from './registry.js';
 
 export type { StaticResource } from './docs.js';
 
-/** What resources know of the request they answer. */
+/** What resources, prompts and completions know of the request they answer. */
 export interface ContentContext {
   readonly caller: Caller;
   /** The day it is in the reporting time zone, YYYY-MM-DD. */
@@ -26,7 +28,8 @@ export interface ContentContext {
 
 /**
  * Resources named by an RFC 6570 URI template, such as `querygate://reports/weekly/{week}`: listed
- * by resources/templates/list, and read by resources/read with the variables matched from the URI.
+ * by resources/templates/list, read by resources/read with the variables matched from the URI, and
+ * completed by completion/complete with `{"type": "ref/resource", "uri": <the template>}`.
  */
 export interface ResourceTemplate {
   readonly uriTemplate: string;
@@ -34,6 +37,8 @@ export interface ResourceTemplate {
   readonly title: string;
   readonly description: string;
   readonly mimeType: string;
+  /** Where each variable's completions come from. */
+  readonly completions?: Readonly<Record<string, CompletionSource>>;
   /**
    * The resource's text. Variables that break a rule are refused with an ArgumentError naming the
    * variable (-32602); the data comes through `ctx.callTool`.
@@ -50,18 +55,28 @@ export interface ServedTemplate {
 export interface ServerContent {
   readonly resources: readonly StaticResource[];
   readonly resourceTemplates: readonly ServedTemplate[];
+  readonly prompts: readonly ServedPrompt[];
+  /** The labels completions read from tools lately. */
+  readonly labels: LabelCache;
 }
 
 /** The content of a server serving these packs; throws a ConfigError for a broken declaration. */
-export function contentOf(packs: readonly Pack[]): ServerContent {
+export function contentOf(packs: readonly Pack[], now?: () => number): ServerContent {
   const resources = documentationResources(packs);
+  const prompts: ServedPrompt[] = [];
   const resourceTemplates: ServedTemplate[] = [];
   for (const pack of packs) {
+    for (const prompt of pack.prompts ?? []) {
+      if (prompts.some((p) => p.template.name === prompt.name)) {
+        throw new ConfigError(`pack ${pack.name}: prompt ${prompt.name} is offered twice`);
+      }
+      prompts.push(servePrompt(prompt, pack.name));
+    }
     for (const template of pack.resourceTemplates ?? []) {
       resourceTemplates.push(serveTemplate(template, pack.name, resources, resourceTemplates));
     }
   }
-  return { resources, resourceTemplates };
+  return { resources, resourceTemplates, prompts, labels: createLabelCache(now) };
 }
 
 function serveTemplate(
@@ -85,6 +100,9 @@ function serveTemplate(
   }
   const shadowed = resources.find((r) => uriTemplate.match(r.uri) !== null);
   if (shadowed) throw new ConfigError(`${where}: matches the URI of the resource ${shadowed.uri}`);
+  for (const name of Object.keys(template.completions ?? {})) {
+    if (!variables.includes(name)) throw new ConfigError(`${where}: completions name ${name}, which is not a variable`);
+  }
   return { template, uriTemplate, variables };
 }
 

@@ -8,6 +8,7 @@ import type { Migration } from 'kysely';
 import type pg from 'pg';
 import type { ResourceTemplate } from './content.js';
 import type { Logger } from './logger.js';
+import type { AnyPrompt } from './prompts.js';
 import type { AnyTemplate, QueryTemplate } from './registry.js';
 
 /** The kinds of personal or internal data, each with the one treatment that makes it safe to return. */
@@ -108,6 +109,8 @@ export interface Pack {
   readonly metrics?: readonly MetricDefinition[];
   /** The views the reader reads and what their columns mean, for querygate://schema. */
   readonly views?: ViewsDocumentation;
+  /** Prompts offered to the user (prompts/list and prompts/get). */
+  readonly prompts?: readonly AnyPrompt[];
   /** Resources named by a URI template (resources/templates/list), read through the pack's tools. */
   readonly resourceTemplates?: readonly ResourceTemplate[];
 }

@@ -186,6 +186,10 @@ describe('2026-07-28 on the wire', () => {
       cacheScope: 'private',
       ttlMs: expect.any(Number),
     });
+    // A prompt is not cacheable (GetPromptResult): no hint on it.
+    const prompt = await modern(3, 'prompts/get', { name: 'weekly_sales_review', arguments: { week: 'last_week' } });
+    expect(prompt.json.result).toMatchObject({ resultType: 'complete', messages: [expect.any(Object)] });
+    expect(prompt.json.result).not.toHaveProperty('ttlMs');
     const call = await modern(4, 'tools/call', { name: 'query_order_count', arguments: MAY });
     expect(call.json.result).toMatchObject({
       resultType: 'complete',

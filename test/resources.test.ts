@@ -259,6 +259,7 @@ describe('a resource template a pack plugs in', () => {
     title: 'May orders of one status',
     description: 'How many orders of a status were placed in May 2025.',
     mimeType: 'application/json',
+    completions: { status: { values: ['pending', 'paid', 'shipped', 'cancelled', 'refunded'] } },
     read: async ({ status }, ctx) => {
       if (!/^[a-z]+$/.test(status!)) throw new ArgumentError([{ field: 'status', rule: 'must be lower-case letters' }]);
       const result = await ctx.callTool('query_order_count', {
@@ -271,7 +272,7 @@ describe('a resource template a pack plugs in', () => {
   };
   const pack: Pack = { ...salesPack, resourceTemplates: [statusCounts] };
 
-  it('is listed, read with its variables, and refuses a variable that breaks its rule', async () => {
+  it('is listed, read with its variables, completed, and refuses a variable that breaks its rule', async () => {
     for (const era of ['legacy', 'modern'] as const) {
       const h = await startHarness({ content: contentOf([pack]), era });
       const client = era === 'modern' ? h.modern : h.client;
@@ -292,6 +293,11 @@ describe('a resource template a pack plugs in', () => {
         const text = await read(h, era, 'test://orders/refunded/may');
         expect(text.mimeType).toBe('application/json');
         expect(JSON.parse(text.text)).toMatchObject({ order_count: rows[0]!.n });
+        const completion = await client.complete({
+          ref: { type: 'ref/resource', uri: 'test://orders/{status}/may' },
+          argument: { name: 'status', value: 'p' },
+        });
+        expect(completion.completion).toEqual({ values: ['pending', 'paid'], total: 2, hasMore: false });
         const bad = await refusal(client.readResource({ uri: 'test://orders/Refunded/may' }));
         expect(bad.code).toBe(-32602);
         expect(bad.message).toMatch(/status: must be lower-case letters/);
@@ -303,7 +309,7 @@ describe('a resource template a pack plugs in', () => {
     }
   });
 
-  it('is refused when it has no variable or shadows a resource', () => {
+  it('is refused when it has no variable, shadows a resource, or completes a variable it lacks', () => {
     const with_ = (template: Partial<ResourceTemplate>): Pack => ({
       ...salesPack,
       resourceTemplates: [{ ...statusCounts, ...template }],
@@ -311,6 +317,9 @@ describe('a resource template a pack plugs in', () => {
     expect(() => contentOf([with_({ uriTemplate: 'test://fixed' })])).toThrow(/has no variable/);
     expect(() => contentOf([with_({ uriTemplate: 'querygate://{page}' })])).toThrow(
       /matches the URI of the resource querygate:\/\/catalog/,
+    );
+    expect(() => contentOf([with_({ completions: { colour: { values: [] } } })])).toThrow(
+      /colour, which is not a variable/,
     );
   });
 });
