@@ -413,7 +413,12 @@ describe('2025-11-25 through the SDK v1 client', () => {
       new StdioClientTransport({ command: process.execPath, args: [CLI], env: env(), stderr: 'pipe' }),
     );
     try {
-      expect(client.getServerCapabilities()).toMatchObject({ logging: {}, completions: {} });
+      // A stdio session can be told of changes between its requests: the catalog may be subscribed to.
+      expect(client.getServerCapabilities()).toMatchObject({
+        logging: {},
+        completions: {},
+        resources: { subscribe: true, listChanged: false },
+      });
       await client.callTool({ name: 'query_order_count', arguments: MAY });
       expect(messages).toEqual([]); // nothing before the client asks
       await client.setLoggingLevel('info');
@@ -442,6 +447,8 @@ describe('2025-11-25 through the SDK v1 client', () => {
     const client = new Client({ name: 'protocol-test', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(url));
     try {
+      // Stateless HTTP has no stream to tell a legacy client of an update on: nothing is subscribable.
+      expect(client.getServerCapabilities()?.resources).toEqual({ subscribe: false, listChanged: false });
       const complete = (name: string, argument: string, value: string) =>
         client.complete({ ref: { type: 'ref/tool', name } as never, argument: { name: argument, value } });
       expect((await complete('query_sales', 'group_by', '')).completion).toEqual({

@@ -8,13 +8,17 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type pg from 'pg';
+import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { salesPack } from '../pack/index.js';
 import { METRIC_NAMES } from '../pack/docs.js';
+import { templates } from '../queries/index.js';
 import { DEFAULT_READER_ROLE } from '../src/config.js';
 import { contentOf, type ResourceTemplate } from '../src/content.js';
 import { ArgumentError, ConfigError } from '../src/errors.js';
+import { createLiveRegistry } from '../src/live-registry.js';
 import type { Pack } from '../src/pack.js';
+import { createRegistry, type Registry } from '../src/registry.js';
 import { runCli } from './support/cli.js';
 import { SUPPORT_READER_ROLE } from './support/database.js';
 import { connectAdmin, startHarness, structured, type Harness } from './support/harness.js';
@@ -167,6 +171,55 @@ describe('the catalog of a caller with a toolset', () => {
       expect((await read(none, 'legacy', 'querygate://catalog')).text).toContain('No tool is open to you.');
     } finally {
       await none.close();
+    }
+  });
+});
+
+describe('the catalog, subscribed to', () => {
+  const everyTool = (): Registry => createRegistry(templates);
+  const fewer = (): Registry => createRegistry(templates.filter((t) => t.name !== 'query_top_products'));
+
+  it('tells a 2025-11-25 session when a reload changes it, until it unsubscribes', async () => {
+    const live = createLiveRegistry(everyTool());
+    const h = await startHarness({ content: contentOf([salesPack]), registry: live });
+    const updates: string[] = [];
+    h.client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updates.push(n.params.uri));
+    try {
+      expect(h.client.getServerCapabilities()?.resources).toEqual({ subscribe: true, listChanged: false });
+      await h.client.subscribeResource({ uri: 'querygate://catalog' });
+      await h.client.subscribeResource({ uri: 'querygate://metrics' });
+      live.replace(fewer());
+      await expect.poll(() => updates).toEqual(['querygate://catalog']);
+      expect((await read(h, 'legacy', 'querygate://catalog')).text).not.toContain('query_top_products');
+      await h.client.unsubscribeResource({ uri: 'querygate://catalog' });
+      live.replace(everyTool());
+      await h.client.listTools(); // a round trip, after which a notification would have arrived
+      expect(updates).toEqual(['querygate://catalog']);
+      const unknown = await refusal(h.client.subscribeResource({ uri: 'querygate://nothing' }));
+      expect([unknown.code, unknown.data]).toEqual([-32002, { uri: 'querygate://nothing' }]);
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('tells a 2026-07-28 client on its subscriptions/listen stream, for the resources it acknowledged', async () => {
+    const live = createLiveRegistry(everyTool());
+    const h = await startHarness({ content: contentOf([salesPack]), registry: live, era: 'modern' });
+    const updates: unknown[] = [];
+    h.modern.setNotificationHandler('notifications/resources/updated', (n) => void updates.push(n.params));
+    try {
+      const subscription = await h.modern.listen({
+        resourceSubscriptions: ['querygate://catalog', 'querygate://schema', 'test://elsewhere'],
+      });
+      expect(subscription.honoredFilter).toEqual({
+        resourceSubscriptions: ['querygate://catalog', 'querygate://schema'],
+      });
+      live.replace(fewer());
+      await expect.poll(() => updates).toHaveLength(1);
+      expect(updates[0]).toMatchObject({ uri: 'querygate://catalog' });
+      await subscription.close();
+    } finally {
+      await h.close();
     }
   });
 });

@@ -8,6 +8,16 @@ export function servedContent(deps: DispatchDeps): ServerContent {
   return deps.content ?? contentOf([]);
 }
 
+/** The URIs among `uris` of the resources whose text follows the tools the caller sees. */
+export function followingTools(deps: DispatchDeps, uris: Iterable<string>): string[] {
+  const following = new Set(
+    servedContent(deps)
+      .resources.filter((r) => r.followsTools)
+      .map((r) => r.uri),
+  );
+  return [...uris].filter((uri) => following.has(uri));
+}
+
 /** The content served, and what it may know of the request it answers. */
 export function contentFor(ctx: HandlerContext): { content: ServerContent; context: ContentContext } {
   const { deps, caller, signal, traceparent, log } = ctx;

@@ -53,6 +53,8 @@ export interface Session {
   logLevel?: ClientLogLevel;
   /** Set by initialize: the client declared itself, and may be told of changes between its requests. */
   initialized?: boolean;
+  /** The resources a legacy client subscribed to (resources/subscribe), by URI. */
+  resourceSubscriptions?: Set<string>;
 }
 
 /** What a method handler gets besides its params. */

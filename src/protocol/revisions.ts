@@ -148,21 +148,23 @@ function unsupported(requested: string): EdgeError {
 }
 
 /**
- * The capabilities a legacy `initialize` is answered with. A legacy client hears of list changes only
- * outside its requests, which a transport without a standing stream (stateless HTTP offers no GET
- * stream) cannot do: there, no list is said to announce its changes. A modern client asks for them
- * with subscriptions/listen on any transport, so `server/discover` keeps them.
+ * The capabilities a legacy `initialize` is answered with. A legacy client hears of list changes and
+ * resource updates only outside its requests, which a transport without a standing stream (stateless
+ * HTTP offers no GET stream) cannot do: there, no list is said to announce its changes, and no
+ * resource to be subscribable. A modern client asks for them with subscriptions/listen on any
+ * transport, so `server/discover` keeps them.
  */
 export function handshakeCapabilities(
   capabilities: Record<string, unknown>,
   unsolicited: boolean,
 ): Record<string, unknown> {
   if (unsolicited) return capabilities;
+  const silenced = (value: Record<string, unknown>): Record<string, unknown> =>
+    Object.fromEntries(
+      Object.entries(value).map(([flag, on]) => [flag, flag === 'listChanged' || flag === 'subscribe' ? false : on]),
+    );
   return Object.fromEntries(
-    Object.entries(capabilities).map(([name, value]) => [
-      name,
-      isObject(value) && value.listChanged === true ? { ...value, listChanged: false } : value,
-    ]),
+    Object.entries(capabilities).map(([name, value]) => [name, isObject(value) ? silenced(value) : value]),
   );
 }
 

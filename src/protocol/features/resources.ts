@@ -6,7 +6,7 @@
 import { resourceAt } from '../../content.js';
 import { ArgumentError, INVALID_PARAMS, ProtocolError, ResourceNotFoundError } from '../../errors.js';
 import { contentFor, servedContent } from '../content-context.js';
-import type { Feature } from '../dispatcher.js';
+import type { Feature, HandlerContext } from '../dispatcher.js';
 
 /** The lists change only with a restart: the packs' resources and templates are fixed at start-up. */
 const LIST_TTL_MS = 300_000;
@@ -18,8 +18,9 @@ const LIST_TTL_MS = 300_000;
 const READ_TTL_MS = 60_000;
 
 export const resourcesFeature: Feature = {
-  // The list is fixed at start-up; what a reload changes is the catalog's text, not the list.
-  capabilities: { resources: { listChanged: false } },
+  // The list is fixed at start-up. What a reload changes is the catalog's text: a client that
+  // subscribes to it is told (resources/subscribe before 2026-07-28, subscriptions/listen since).
+  capabilities: { resources: { subscribe: true, listChanged: false } },
   methods: {
     'resources/list': {
       eras: ['legacy', 'modern'],
@@ -46,6 +47,21 @@ export const resourcesFeature: Feature = {
           mimeType: template.mimeType,
         })),
       }),
+    },
+    'resources/subscribe': {
+      eras: ['legacy'],
+      handle: (params, ctx) => {
+        const uri = subscribable(params, ctx);
+        (ctx.session.resourceSubscriptions ??= new Set()).add(uri);
+        return {};
+      },
+    },
+    'resources/unsubscribe': {
+      eras: ['legacy'],
+      handle: (params, ctx) => {
+        ctx.session.resourceSubscriptions?.delete(subscribable(params, ctx));
+        return {};
+      },
     },
     'resources/read': {
       eras: ['legacy', 'modern'],
@@ -74,3 +90,14 @@ export const resourcesFeature: Feature = {
     },
   },
 };
+
+/**
+ * The URI of a resource one may subscribe to: any of the fixed ones (those that follow the tools are
+ * updated on a reload; the others never change while the server runs). A template's resources are not.
+ */
+function subscribable(params: Record<string, unknown>, ctx: HandlerContext): string {
+  const { uri } = params;
+  if (typeof uri !== 'string') throw new ProtocolError(INVALID_PARAMS, 'Invalid params: uri must be a string');
+  if (!servedContent(ctx.deps).resources.some((r) => r.uri === uri)) throw new ResourceNotFoundError(uri);
+  return uri;
+}
