@@ -6,7 +6,10 @@ import type pg from 'pg';
 import { migrations } from '../migrations/index.js';
 import { templates } from '../queries/index.js';
 import { reports } from '../reports/index.js';
+import { weeklyReportResource } from '../reports/resources.js';
 import { definePack } from '../src/pack.js';
+import { METRICS, VIEWS } from './docs.js';
+import { prompts } from './prompts.js';
 import { PERSONAL_COLUMNS } from './schema.js';
 import { DEFAULT_SEED_ORDERS, seedDatabase } from './seed.js';
 
@@ -43,6 +46,10 @@ export const salesPack = definePack({
   // (`querygate doctor`); the ceiling leaves room for a larger shop, not for a template that scans
   // every order of the range where a rollup would do.
   maxPlanCost: 250_000,
+  metrics: METRICS,
+  views: VIEWS,
+  prompts,
+  resourceTemplates: [weeklyReportResource],
 });
 
 export default salesPack;

@@ -17,7 +17,7 @@ import { ArgumentError } from '../src/errors.js';
 import { MAX_ROWS } from '../src/lib/arguments.js';
 import { changeOf } from '../src/lib/comparison.js';
 import { count, currency, money } from '../src/lib/result-shape.js';
-import { isoWeekOf, resolveWeek, weekField } from '../src/lib/weeks.js';
+import { isoWeekOf, resolveWeek, weekArgument } from '../src/lib/weeks.js';
 import { defineReport } from '../src/reports.js';
 
 const DAY_MS = 86_400_000;
@@ -35,7 +35,7 @@ const input = z.strictObject({
     .max(MAX_TREND_WEEKS, { error: `must be at most ${MAX_TREND_WEEKS}` })
     .default(12)
     .describe(`How many ISO weeks, 2..${MAX_TREND_WEEKS} (default 12)`),
-  through_week: weekField
+  through_week: weekArgument
     .optional()
     .describe(
       'The last week of the trend: an ISO week (2026-W48), a day inside it, or last_week (the default) / this_week',
@@ -96,15 +96,7 @@ export const salesTrendReport = defineReport({
   // One week more than asked for, read first, gives the first week its change too.
   steps: (args) => Math.ceil((args.weeks + 1) / WEEKS_PER_QUERY),
   build: async (run, args, ctx): Promise<Output> => {
-    const last = resolveWeek(args.through_week ?? 'last_week', ctx.today);
-    if (last.start_date > ctx.today) {
-      throw new ArgumentError([
-        {
-          field: 'through_week',
-          rule: `${last.week} starts on ${last.start_date}, after today (${ctx.today} in ${ctx.timeZone}); give a week that has begun`,
-        },
-      ]);
-    }
+    const last = resolveWeek(args.through_week ?? 'last_week', ctx.today, 'through_week');
     const start = shift(last.start_date, -7 * (args.weeks - 1));
     const sums = new Map<string, { cents: number; orders: number }>();
     for (const chunk of trendChunks(shift(start, -7), args.weeks + 1)) {
@@ -126,7 +118,7 @@ export const salesTrendReport = defineReport({
         const sum = sums.get(`${monday}|${c}`) ?? { cents: 0, orders: 0 };
         const change = changeOf(sum.cents, sums.get(`${shift(monday, -7)}|${c}`)?.cents ?? 0);
         rows.push({
-          week: isoWeekOf(monday),
+          week: isoWeekOf(monday).week,
           start_date: monday,
           currency: c,
           revenue: sum.cents / 100,
@@ -147,7 +139,7 @@ export const salesTrendReport = defineReport({
     }
     return {
       weeks: args.weeks,
-      first_week: isoWeekOf(start),
+      first_week: isoWeekOf(start).week,
       last_week: last.week,
       start_date: start,
       end_date: last.end_date,

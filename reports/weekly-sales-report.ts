@@ -17,9 +17,8 @@ import { z } from 'zod';
 import { queryOrderCount } from '../queries/query-order-count.js';
 import { querySales } from '../queries/query-sales.js';
 import { queryTopProducts } from '../queries/query-top-products.js';
-import { ArgumentError } from '../src/errors.js';
 import { changeOf } from '../src/lib/comparison.js';
-import { resolveWeek, weekField } from '../src/lib/weeks.js';
+import { resolveWeek, weekArgument } from '../src/lib/weeks.js';
 import { count, currency, money } from '../src/lib/result-shape.js';
 import { defineReport, type RunTemplate, type TemplateAnswer } from '../src/reports.js';
 import { notableDays, NOTABLE_RULE } from './notable-days.js';
@@ -33,7 +32,7 @@ const weekday = (day: string): string => WEEKDAYS[new Date(`${day}T00:00:00Z`).g
 const BASELINE_WEEKS = 8;
 const TOP_PRODUCTS = 5;
 
-const input = z.strictObject({ week: weekField });
+const input = z.strictObject({ week: weekArgument });
 
 const range = z.object({
   start_date: z.string().describe('First day (YYYY-MM-DD)'),
@@ -88,15 +87,13 @@ const productRow = z.object({
     ),
 });
 
-const segmentRow = (key: 'region' | 'category'): z.ZodObject =>
-  z.object({
-    [key]: z.string(),
-    currency,
-    revenue: money,
-    last_week_revenue: money,
-    change_pct: z.number().nullable(),
-    change_note: z.string().optional(),
-  });
+const segmentFigures = {
+  currency,
+  revenue: money.describe('Net revenue of the week'),
+  last_week_revenue: money.describe('Net revenue of the same days the week before'),
+  change_pct: z.number().nullable(),
+  change_note: z.string().optional(),
+};
 
 const notableRow = z.object({
   date: z.string(),
@@ -122,12 +119,14 @@ const output = z.object({
   metrics: z.array(metricRow),
   daily: z.array(dayRow).describe('Net revenue per day and currency, against the same weekday of the week before'),
   top_products: z.array(productRow).describe(`The best ${TOP_PRODUCTS} products of each currency by net revenue`),
-  regions: z.array(segmentRow('region')),
-  categories: z.array(segmentRow('category')),
+  regions: z.array(z.object({ region: z.string(), ...segmentFigures })),
+  categories: z.array(z.object({ category: z.string(), ...segmentFigures })),
   notable_days: z.array(notableRow),
   notable_rule: z.string().describe('How a notable day is found'),
 });
 type Output = z.infer<typeof output>;
+/** The report as a call returns it. */
+export type WeeklySalesReport = Output & { readonly data_as_of: string };
 
 type SalesAnswer = TemplateAnswer<typeof querySales>;
 type SalesRow = SalesAnswer['rows'][number];
@@ -184,15 +183,8 @@ export const weeklySalesReport = defineReport({
   uses: [querySales, queryOrderCount, queryTopProducts],
   steps: () => 12,
   build: async (run, args, ctx): Promise<Output> => {
+    // A week that has not begun is refused, naming the field.
     const week = resolveWeek(args.week, ctx.today);
-    if (week.start_date > ctx.today) {
-      throw new ArgumentError([
-        {
-          field: 'week',
-          rule: `${week.week} starts on ${week.start_date}, after today (${ctx.today} in ${ctx.timeZone}); give a week that has begun`,
-        },
-      ]);
-    }
     const through = week.end_date < ctx.today ? week.end_date : ctx.today;
     const partial = through < week.end_date;
     const current = { start_date: week.start_date, end_date: through };
@@ -295,7 +287,8 @@ export const weeklySalesReport = defineReport({
       return { rank, ...row, rank_last_week: rankBefore.get(`${row.sku}|${row.currency}`) ?? null };
     });
 
-    const segments = async (by: 'region' | 'category'): Promise<Record<string, unknown>[]> => {
+    type Segment = Omit<Output['regions'][number], 'region'> & { key: string };
+    const segments = async (by: 'region' | 'category'): Promise<Segment[]> => {
       const [nowRows, beforeRows] = [
         (await run(querySales, { ...current, group_by: by })).rows,
         (await run(querySales, { ...lastWeek, group_by: by })).rows,
@@ -305,7 +298,7 @@ export const weeklySalesReport = defineReport({
         const last = earlier.get(`${r[by]}|${r.currency}`) ?? 0;
         const { change_pct, change_note } = changeOf(r.revenue, last);
         return {
-          [by]: r[by]!,
+          key: r[by]!,
           currency: r.currency,
           revenue: r.revenue,
           last_week_revenue: last,
@@ -314,8 +307,8 @@ export const weeklySalesReport = defineReport({
         };
       });
     };
-    const regions = await segments('region');
-    const categories = await segments('category');
+    const regions = (await segments('region')).map(({ key, ...figures }) => ({ region: key, ...figures }));
+    const categories = (await segments('category')).map(({ key, ...figures }) => ({ category: key, ...figures }));
 
     const history = new Map([...baseline, ...recent].map((r) => [`${r.period}|${r.currency}`, r.revenue]));
     const notable = notableDays(

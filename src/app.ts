@@ -7,6 +7,7 @@ import { createAuditLog } from './audit.js';
 import type { Toolsets } from './auth.js';
 import type { Config } from './config.js';
 import type { ConfigFile } from './config-file.js';
+import { contentOf } from './content.js';
 import { connectReader, redactUrl } from './db/connect.js';
 import { checkReaderSafety, formatReport, readerScopeOf, type SafetyCheck } from './db/doctor.js';
 import { createReadinessProbe } from './db/readiness.js';
@@ -127,6 +128,8 @@ const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 
 export async function startApp(config: Config, logger: Logger, options: AppOptions): Promise<App> {
   const { packs } = options;
+  // Before the database: a pack whose documentation or prompts are broken stops the server at once.
+  const content = contentOf(packs);
   const live = openLiveConfig(
     config,
     packs.map((pack) => ({
@@ -261,6 +264,7 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
     deps: {
       registry,
       identity: describeServer(packs),
+      content,
       db: reader,
       tokenize: createTokenizer(tokenKey),
       logger,

@@ -70,6 +70,17 @@ export const INVALID_PARAMS = -32602;
 /** JSON-RPC "Method not found". */
 export const METHOD_NOT_FOUND = -32601;
 
+/**
+ * A resource the request names does not exist. Its code depends on the request's revision (-32602
+ * since 2026-07-28, -32002 before), which revisions.ts gives it; the URI goes back in `data`.
+ */
+export class ResourceNotFoundError extends ProtocolError {
+  constructor(readonly uri: string) {
+    super(INVALID_PARAMS, `Resource not found: ${JSON.stringify(uri.slice(0, 200))}`, { uri });
+    this.name = 'ResourceNotFoundError';
+  }
+}
+
 export class ConfigError extends Error {
   constructor(message: string) {
     super(message);

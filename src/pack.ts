@@ -6,7 +6,9 @@
  */
 import type { Migration } from 'kysely';
 import type pg from 'pg';
+import type { ResourceTemplate } from './content.js';
 import type { Logger } from './logger.js';
+import type { AnyPrompt } from './prompts.js';
 import type { AnyTemplate, QueryTemplate } from './registry.js';
 import type { AnyReport } from './reports.js';
 
@@ -47,6 +49,37 @@ export interface PackSeed {
   run(adminUrl: string, request: SeedRequest, logger: Logger): Promise<Record<string, number>>;
 }
 
+/** One figure a pack's tools return, as querygate://metrics defines it. */
+export interface MetricDefinition {
+  /** The name the tools' results use, snake_case. */
+  readonly name: string;
+  readonly title: string;
+  /** What it counts or sums, what it leaves out and how it is computed, for a model and an analyst. */
+  readonly definition: string;
+  /** What it is measured in, as a phrase: "money, in the row's currency". */
+  readonly unit: string;
+}
+
+/** What one view holds and what its columns mean, for querygate://schema. */
+export interface ViewDocumentation {
+  readonly description: string;
+  /** By column name; a personal column may not be named (the server refuses to start). */
+  readonly columns: Readonly<Record<string, string | undefined>>;
+}
+
+/**
+ * The documentation of a pack's views, keyed "schema.view": with the pack's generated table types, a
+ * view or column the database lacks is a type error.
+ */
+export type ViewsDocumentation<DB = unknown> = unknown extends DB
+  ? Readonly<Record<string, ViewDocumentation | undefined>>
+  : {
+      readonly [V in keyof DB & string]?: {
+        readonly description: string;
+        readonly columns: { readonly [C in keyof DB[V] & string]?: string };
+      };
+    };
+
 export interface Pack {
   /** Lower-case name, unique among the packs a server serves ("sales", "support_desk"). */
   readonly name: string;
@@ -75,6 +108,14 @@ export interface Pack {
    * configuration file's small_group_threshold overrides it.
    */
   readonly smallGroupThreshold?: number;
+  /** The figures the tools return, defined for querygate://metrics. */
+  readonly metrics?: readonly MetricDefinition[];
+  /** The views the reader reads and what their columns mean, for querygate://schema. */
+  readonly views?: ViewsDocumentation;
+  /** Prompts offered to the user (prompts/list and prompts/get). */
+  readonly prompts?: readonly AnyPrompt[];
+  /** Resources named by a URI template (resources/templates/list), read through the pack's tools. */
+  readonly resourceTemplates?: readonly ResourceTemplate[];
 }
 
 /** Checks a pack's own shape; the registry checks its templates. */

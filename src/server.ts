@@ -1,13 +1,15 @@
 /**
  * The MCP server for stdio and in-process transports: one session, one caller. Every message goes
  * through the same dispatcher as HTTP (protocol/dispatcher.ts), so one code path answers every
- * client; the session keeps only what a legacy client set up (initialize, logging/setLevel). A legacy
- * client that initialized is sent notifications/tools/list_changed when the tools it sees change; a
- * 2026-07-28 client asks for them with subscriptions/listen.
+ * client; the session keeps only what a legacy client set up (initialize, logging/setLevel,
+ * resources/subscribe). A legacy client that initialized is sent notifications/tools/list_changed
+ * when the tools it sees change, and notifications/resources/updated for the resources it subscribed
+ * to that follow them (the catalog); a 2026-07-28 client asks for both with subscriptions/listen.
  */
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { Caller } from './registry.js';
+import { followingTools } from './protocol/content-context.js';
 import { createDispatcher, type DispatchDeps, type Session } from './protocol/dispatcher.js';
 import { cancelledRequestId, isCancellation, requestIdOf, type RequestId } from './protocol/json-rpc.js';
 import { watchVisibleTools } from './live-registry.js';
@@ -78,7 +80,11 @@ export function createServer(deps: ServerDeps, caller: Caller): McpServer {
       next.onmessage = receive;
       next.onerror = (err) => deps.logger.warn('transport error', { message: err.message });
       const unwatch = watchVisibleTools(deps.registry, caller, () => {
-        if (session.initialized) void next.send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+        if (!session.initialized) return;
+        void next.send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+        for (const uri of followingTools(deps, session.resourceSubscriptions ?? [])) {
+          void next.send({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } });
+        }
       });
       next.onclose = () => {
         unwatch();

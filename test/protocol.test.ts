@@ -187,6 +187,16 @@ describe('2026-07-28 on the wire', () => {
         ttlMs: expect.any(Number),
       });
     }
+    const read = await modern(3, 'resources/read', { uri: 'querygate://catalog' });
+    expect(read.json.result).toMatchObject({
+      resultType: 'complete',
+      cacheScope: 'private',
+      ttlMs: expect.any(Number),
+    });
+    // A prompt is not cacheable (GetPromptResult): no hint on it.
+    const prompt = await modern(3, 'prompts/get', { name: 'weekly_sales_review', arguments: { week: 'last_week' } });
+    expect(prompt.json.result).toMatchObject({ resultType: 'complete', messages: [expect.any(Object)] });
+    expect(prompt.json.result).not.toHaveProperty('ttlMs');
     const call = await modern(4, 'tools/call', { name: 'query_order_count', arguments: MAY });
     expect(call.json.result).toMatchObject({
       resultType: 'complete',
@@ -410,7 +420,12 @@ describe('2025-11-25 through the SDK v1 client', () => {
       new StdioClientTransport({ command: process.execPath, args: [CLI], env: env(), stderr: 'pipe' }),
     );
     try {
-      expect(client.getServerCapabilities()).toMatchObject({ logging: {}, completions: {} });
+      // A stdio session can be told of changes between its requests: the catalog may be subscribed to.
+      expect(client.getServerCapabilities()).toMatchObject({
+        logging: {},
+        completions: {},
+        resources: { subscribe: true, listChanged: false },
+      });
       await client.callTool({ name: 'query_order_count', arguments: MAY });
       expect(messages).toEqual([]); // nothing before the client asks
       await client.setLoggingLevel('info');
@@ -439,6 +454,8 @@ describe('2025-11-25 through the SDK v1 client', () => {
     const client = new Client({ name: 'protocol-test', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(url));
     try {
+      // Stateless HTTP has no stream to tell a legacy client of an update on: nothing is subscribable.
+      expect(client.getServerCapabilities()?.resources).toEqual({ subscribe: false, listChanged: false });
       const complete = (name: string, argument: string, value: string) =>
         client.complete({ ref: { type: 'ref/tool', name } as never, argument: { name: argument, value } });
       expect((await complete('query_sales', 'group_by', '')).completion).toEqual({

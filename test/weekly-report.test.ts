@@ -8,6 +8,8 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { salesPack } from '../pack/index.js';
+import { contentOf } from '../src/content.js';
 import { startHarness, structured, textOf, type Harness } from './support/harness.js';
 import { isNet, loadSalesData, localDay, ordersBetween, type RawOrder, type SalesData } from './support/sales-data.js';
 import { createScratchDatabase, type ScratchDatabase } from './support/scratch.js';
@@ -50,7 +52,15 @@ beforeAll(async () => {
   for (const [k, [status, at, amount]] of eur.entries()) await add(981000 + k, status, at, 'EUR', 2, amount);
   data = await loadSalesData(scratch.admin);
   for (const timeZone of ZONES) {
-    harnesses.set(timeZone, await startHarness({ readerUrl: scratch.readerUrl, timeZone, now: () => NOW }));
+    harnesses.set(
+      timeZone,
+      await startHarness({
+        readerUrl: scratch.readerUrl,
+        timeZone,
+        now: () => NOW,
+        content: contentOf([salesPack], () => NOW),
+      }),
+    );
   }
 });
 afterAll(async () => {
@@ -398,9 +408,9 @@ describe('weekly_sales_report', () => {
       expect(result.isError, JSON.stringify(args)).toBe(true);
       expect(textOf(result)).toMatch(pattern);
     };
-    await refused({ week: '2025-W26' }, /week: 2025-W26 starts on 2025-06-23, after today \(2025-06-18 in UTC\)/);
+    await refused({ week: '2025-W26' }, /week: 2025-W26 starts on 2025-06-23, after today \(2025-06-18\)/);
     await refused({ week: 'next_week' }, /week: "next_week" is not a week/);
-    await refused({ week: '2025-W53' }, /week: "2025-W53" is not a week of its year/);
+    await refused({ week: '2025-W53' }, /week: "2025-W53" is not a week; give an ISO week such as 2026-W48/);
     await refused({ week: '2025-02-30' }, /week: "2025-02-30" is not a week/);
     await refused({}, /week: is required/);
     await refused(
@@ -505,5 +515,39 @@ describe('sales_trend_report', () => {
     await refused({ weeks: 2.5 }, /weeks: must be a whole number/);
     await refused({ weeks: 4, through_week: 'next_week' }, /through_week: "next_week" is not a week/);
     await refused({ weeks: 4, through_week: '2025-W30' }, /through_week: 2025-W30 starts on 2025-07-21, after today/);
+  });
+});
+
+describe('querygate://reports/weekly/{week}', () => {
+  it('is listed as a resource template and reads as the report in Markdown, figure for figure', async () => {
+    const harness = harnesses.get('UTC')!;
+    const { resourceTemplates } = await harness.client.listResourceTemplates();
+    expect(resourceTemplates.map((t) => t.uriTemplate)).toContain('querygate://reports/weekly/{week}');
+    const read = await harness.client.readResource({ uri: 'querygate://reports/weekly/2025-W24' });
+    const [contents] = read.contents;
+    expect(contents).toMatchObject({ uri: 'querygate://reports/weekly/2025-W24', mimeType: 'text/markdown' });
+    const text = (contents as { text: string }).text;
+    const r = await report('UTC', '2025-W24');
+    expect(text).toContain('# Weekly sales report 2025-W24');
+    expect(text).toContain(r.summary);
+    // Every figure row of the JSON report is a row of the Markdown table, with the same values.
+    const usd = r.metrics.find((m) => m.metric === 'revenue' && m.currency === 'USD')!;
+    expect(text).toContain(`| Net revenue | USD | ${usd.value} | ${usd.last_week} |`);
+    for (const day of r.daily) expect(text).toContain(`${day.date} | ${day.currency} | ${day.revenue} |`);
+    for (const p of r.top_products) expect(text).toContain(`(${p.sku}) |`);
+    for (const d of r.notable_days) expect(text).toContain(`${d.date} | ${d.currency} | ${d.revenue} |`);
+  });
+
+  it('refuses a week in the future or one that is no week with -32602, naming the variable', async () => {
+    const harness = harnesses.get('UTC')!;
+    for (const [week, message] of [
+      ['2025-W30', /week: 2025-W30 starts on 2025-07-21, after today/],
+      ['soon', /week: "soon" is not a week/],
+    ] as const) {
+      await expect(harness.client.readResource({ uri: `querygate://reports/weekly/${week}` })).rejects.toMatchObject({
+        code: -32602,
+        message: expect.stringMatching(message),
+      });
+    }
   });
 });

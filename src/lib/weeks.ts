@@ -1,87 +1,101 @@
 /**
- * ISO weeks, as a `week` argument names them: an ISO week ("2026-W48"), any day inside one
- * ("2026-11-25"), or `last_week` / `this_week`, which the server resolves on the day it is in the
- * reporting time zone. Weeks run Monday to Sunday; an ISO year has 52 or 53 of them.
+ * ISO 8601 weeks (Monday to Sunday, week 1 holding the year's first Thursday), named as a model or a
+ * person names them: `2026-W48`, a day inside the week, `last_week` or `this_week`. Resolved on the
+ * day it is in the reporting time zone, like periods, and never to a week that has not started.
  */
 import { z } from 'zod';
+import { ArgumentError } from '../errors.js';
 import { parseDay, quote } from './date-range.js';
+import { resolvePeriod } from './periods.js';
 
-const DAY_MS = 86_400_000;
-const ISO_WEEK = /^(\d{4})-W(\d{2})$/;
-const RELATIVE_WEEKS = ['last_week', 'this_week'] as const;
+export const WEEK_KEYWORDS = ['last_week', 'this_week'] as const;
 
-const ms = (day: string): number => Date.parse(`${day}T00:00:00Z`);
-const dayOf = (t: number): string => new Date(t).toISOString().slice(0, 10);
-
-/** Monday of the ISO week holding a YYYY-MM-DD day. */
-export function mondayOf(day: string): string {
-  const t = ms(day);
-  return dayOf(t - ((new Date(t).getUTCDay() + 6) % 7) * DAY_MS);
-}
-
-/** "2026-W48" for the ISO week holding a day: the week belongs to the year its Thursday is in. */
-export function isoWeekOf(day: string): string {
-  const thursday = ms(mondayOf(day)) + 3 * DAY_MS;
-  const year = new Date(thursday).getUTCFullYear();
-  const week = Math.floor((thursday - ms(`${String(year).padStart(4, '0')}-01-01`)) / (7 * DAY_MS)) + 1;
-  return `${String(year).padStart(4, '0')}-W${String(week).padStart(2, '0')}`;
-}
-
-/** Monday of week 1 of an ISO year: the week holding 4 January. */
-function firstMonday(year: number): number {
-  return ms(mondayOf(`${String(year).padStart(4, '0')}-01-04`));
-}
-
-/** Monday of an ISO week "YYYY-Www", or undefined when the year has no such week. */
-function mondayOfIsoWeek(value: string): string | undefined {
-  const match = ISO_WEEK.exec(value);
-  if (!match) return undefined;
-  const [year, week] = [Number(match[1]), Number(match[2])];
-  if (year < 1 || week < 1) return undefined;
-  const monday = firstMonday(year) + (week - 1) * 7 * DAY_MS;
-  return monday < firstMonday(year + 1) ? dayOf(monday) : undefined;
-}
-
-export interface ResolvedWeek {
-  /** The ISO week, "2026-W48". */
+/** One ISO week: its label and its first and last day (YYYY-MM-DD, both inclusive). */
+export interface IsoWeek {
   readonly week: string;
-  /** Its Monday and Sunday, YYYY-MM-DD. */
   readonly start_date: string;
   readonly end_date: string;
 }
 
-/** The week a validated `week` argument names, as seen on `today` (YYYY-MM-DD in the reporting zone). */
-export function resolveWeek(value: string, today: string): ResolvedWeek {
-  const monday =
-    value === 'this_week'
-      ? mondayOf(today)
-      : value === 'last_week'
-        ? dayOf(ms(mondayOf(today)) - 7 * DAY_MS)
-        : (mondayOfIsoWeek(value) ?? mondayOf(value));
-  return { week: isoWeekOf(monday), start_date: monday, end_date: dayOf(ms(monday) + 6 * DAY_MS) };
+const ISO_WEEK = /^(\d{4})-W(\d{2})$/i;
+const DAY_MS = 86_400_000;
+const day = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
+
+/** The ISO week a real YYYY-MM-DD day falls in. */
+export function isoWeekOf(date: string): IsoWeek {
+  return weekAt(Date.parse(`${date}T00:00:00Z`));
 }
 
-/** The ISO weeks before and including the one holding `today`, most recent first. */
-export function recentWeeks(today: string, count: number): string[] {
-  const monday = ms(mondayOf(today));
-  return Array.from({ length: count }, (_, k) => isoWeekOf(dayOf(monday - k * 7 * DAY_MS)));
+/** The ISO week of a UTC midnight. */
+function weekAt(midnight: number): IsoWeek {
+  const monday = midnight - ((new Date(midnight).getUTCDay() + 6) % 7) * DAY_MS;
+  // The week belongs to the year of its Thursday, and is numbered from that year's first Thursday.
+  const year = new Date(monday + 3 * DAY_MS).getUTCFullYear();
+  const firstOfYear = new Date(0);
+  firstOfYear.setUTCFullYear(year, 0, 1); // unlike Date.UTC, takes years 1..99 as they are
+  const number = Math.floor((monday + 3 * DAY_MS - firstOfYear.getTime()) / (7 * DAY_MS)) + 1;
+  return {
+    week: `${String(year).padStart(4, '0')}-W${String(number).padStart(2, '0')}`,
+    start_date: day(monday),
+    end_date: day(monday + 6 * DAY_MS),
+  };
 }
 
-/** The `week` argument: checked for form here; a week in the future is refused when the call is made. */
-export const weekField = z
+/** A `YYYY-Www` label's week, or undefined when the year has no such week (W00, W54, W53 of a short year). */
+export function parseIsoWeek(label: string): IsoWeek | undefined {
+  const match = ISO_WEEK.exec(label);
+  if (!match) return undefined;
+  const [year, number] = [Number(match[1]), Number(match[2])];
+  if (year < 1 || number < 1 || number > 53) return undefined;
+  // Week 1 is the week of 4 January; a week 53 that reads back as next year's week 1 does not exist.
+  const week = weekAt(Date.parse(`${match[1]}-01-04T00:00:00Z`) + (number - 1) * 7 * DAY_MS);
+  return week.week === label.toUpperCase() ? week : undefined;
+}
+
+const WEEK_FORMS = 'an ISO week such as 2026-W48, a day inside the week (YYYY-MM-DD), last_week or this_week';
+
+/** The `week` argument's shape, checked without knowing what day it is: resolveWeek checks the rest. */
+export const weekArgument: z.ZodString = z
   .string()
-  .refine(
-    (value) =>
-      (RELATIVE_WEEKS as readonly string[]).includes(value) ||
-      mondayOfIsoWeek(value) !== undefined ||
-      parseDay(value) !== undefined,
-    {
-      error: (iss) =>
-        ISO_WEEK.test(String(iss.input))
-          ? `${quote(iss.input)} is not a week of its year (ISO years have 52 or 53 weeks)`
-          : `${quote(iss.input)} is not a week; give an ISO week such as 2026-W48, a day inside one (YYYY-MM-DD), last_week or this_week`,
-    },
-  )
+  .refine((value) => toWeek(value, undefined) !== undefined, {
+    error: (iss) => `${quote(iss.input)} is not a week; give ${WEEK_FORMS}`,
+  })
   .describe(
-    'The ISO week (Monday to Sunday): "2026-W48", any day inside it ("2026-11-25"), or last_week / this_week, resolved in the reporting time zone',
+    `The ISO week (Monday to Sunday) in the reporting time zone: ${WEEK_FORMS}. A week that has not started yet is refused.`,
   );
+
+/**
+ * The week a `week` argument names, as seen on `today` (YYYY-MM-DD in the reporting time zone). A
+ * malformed week, or one that starts after today, is an ArgumentError naming `field`.
+ */
+export function resolveWeek(value: string, today: string, field = 'week'): IsoWeek {
+  const week = toWeek(value, today);
+  if (week === undefined) {
+    throw new ArgumentError([{ field, rule: `${quote(value)} is not a week; give ${WEEK_FORMS}` }]);
+  }
+  if (week.start_date > today) {
+    throw new ArgumentError([
+      {
+        field,
+        rule: `${week.week} starts on ${week.start_date}, after today (${today}); give this week (${isoWeekOf(today).week}) or an earlier one`,
+      },
+    ]);
+  }
+  return week;
+}
+
+function toWeek(value: string, today: string | undefined): IsoWeek | undefined {
+  if ((WEEK_KEYWORDS as readonly string[]).includes(value)) {
+    // Any day will do to check the shape; the keyword only means something once today is known.
+    const on = today ?? '2000-01-01';
+    return isoWeekOf(resolvePeriod(value as (typeof WEEK_KEYWORDS)[number], on).start_date);
+  }
+  if (parseDay(value) !== undefined) return isoWeekOf(value);
+  return parseIsoWeek(value);
+}
+
+/** The `count` most recent weeks that have started, as seen on `today`: this week first. */
+export function recentWeeks(today: string, count: number): IsoWeek[] {
+  const now = Date.parse(`${today}T00:00:00Z`);
+  return Array.from({ length: count }, (_, k) => weekAt(now - k * 7 * DAY_MS));
+}

@@ -4,6 +4,7 @@
  * capability and its methods (features/); the dispatcher routes a request to its method, and
  * revisions.ts reads the request's envelope and dresses the answer for its era.
  */
+import type { ServerContent } from '../content.js';
 import { ProtocolError } from '../errors.js';
 import type { CallDeps, Caller, ClientLogLevel, Registry } from '../registry.js';
 import { completionsFeature } from './features/completions.js';
@@ -28,6 +29,7 @@ import {
   checkMirroredHeaders,
   dressResult,
   EdgeError,
+  errorCode,
   errorStatus,
   handshakeCapabilities,
   LOG_LEVELS,
@@ -41,6 +43,8 @@ export interface DispatchDeps extends CallDeps {
   readonly registry: Registry;
   /** The server's name, title and instructions, from the packs it serves; the engine's own when omitted. */
   readonly identity?: Identity;
+  /** The resources, resource templates and prompts of the packs it serves; the engine's own when omitted. */
+  readonly content?: ServerContent;
 }
 
 /** What lasts between requests on one connection: what a legacy client set up for it. */
@@ -49,6 +53,8 @@ export interface Session {
   logLevel?: ClientLogLevel;
   /** Set by initialize: the client declared itself, and may be told of changes between its requests. */
   initialized?: boolean;
+  /** The resources a legacy client subscribed to (resources/subscribe), by URI. */
+  resourceSubscriptions?: Set<string>;
 }
 
 /** What a method handler gets besides its params. */
@@ -215,9 +221,10 @@ export function createDispatcher(
         };
       }
       if (err instanceof ProtocolError) {
+        const code = errorCode(envelope, err);
         return {
-          response: errorResponse(requestId, err.code, err.message, err.data),
-          status: errorStatus(envelope, err.code, false),
+          response: errorResponse(requestId, code, err.message, err.data),
+          status: errorStatus(envelope, code, false),
         };
       }
       deps.logger.error('request failed', {

@@ -5,7 +5,7 @@
  * long they may be cached). Method handlers never ask which revision a request speaks: the
  * dispatcher reads the envelope here and dresses the result here.
  */
-import { INVALID_PARAMS, ProtocolError } from '../errors.js';
+import { INVALID_PARAMS, ProtocolError, ResourceNotFoundError } from '../errors.js';
 import type { ClientLogLevel } from '../registry.js';
 import { isObject, withFields } from './json-rpc.js';
 
@@ -38,6 +38,8 @@ export const META = {
 export const HEADER_MISMATCH = -32020;
 export const MISSING_CLIENT_CAPABILITY = -32021;
 export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
+/** 2025-11-25 and before: a resource that does not exist. 2026-07-28 answers it with -32602 (SEP-2164). */
+export const LEGACY_RESOURCE_NOT_FOUND = -32002;
 
 export const LOG_LEVELS: readonly ClientLogLevel[] = [
   'debug',
@@ -146,21 +148,23 @@ function unsupported(requested: string): EdgeError {
 }
 
 /**
- * The capabilities a legacy `initialize` is answered with. A legacy client hears of list changes only
- * outside its requests, which a transport without a standing stream (stateless HTTP offers no GET
- * stream) cannot do: there, no list is said to announce its changes. A modern client asks for them
- * with subscriptions/listen on any transport, so `server/discover` keeps them.
+ * The capabilities a legacy `initialize` is answered with. A legacy client hears of list changes and
+ * resource updates only outside its requests, which a transport without a standing stream (stateless
+ * HTTP offers no GET stream) cannot do: there, no list is said to announce its changes, and no
+ * resource to be subscribable. A modern client asks for them with subscriptions/listen on any
+ * transport, so `server/discover` keeps them.
  */
 export function handshakeCapabilities(
   capabilities: Record<string, unknown>,
   unsolicited: boolean,
 ): Record<string, unknown> {
   if (unsolicited) return capabilities;
+  const silenced = (value: Record<string, unknown>): Record<string, unknown> =>
+    Object.fromEntries(
+      Object.entries(value).map(([flag, on]) => [flag, flag === 'listChanged' || flag === 'subscribe' ? false : on]),
+    );
   return Object.fromEntries(
-    Object.entries(capabilities).map(([name, value]) => [
-      name,
-      isObject(value) && value.listChanged === true ? { ...value, listChanged: false } : value,
-    ]),
+    Object.entries(capabilities).map(([name, value]) => [name, isObject(value) ? silenced(value) : value]),
   );
 }
 
@@ -189,6 +193,11 @@ export function dressResult(
   };
   // A result with a _meta of its own is written afresh, with the server's identity added to it.
   return withFields(meta === undefined ? result : own, fields);
+}
+
+/** The code a handler's error travels with in the request's era. */
+export function errorCode(envelope: Envelope | undefined, err: ProtocolError): number {
+  return err instanceof ResourceNotFoundError && envelope?.era !== 'modern' ? LEGACY_RESOURCE_NOT_FOUND : err.code;
 }
 
 /**

@@ -1,4 +1,5 @@
 /** A real MCP client linked to a real server over the in-memory transport pair, plus an admin connection. */
+import { Client as ModernClient, InMemoryTransport as ModernInMemory } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -7,6 +8,7 @@ import { inject } from 'vitest';
 import { templates } from '../../queries/index.js';
 import { reports } from '../../reports/index.js';
 import type { AuditEntry, AuditLog } from '../../src/audit.js';
+import type { ServerContent } from '../../src/content.js';
 import { connectReader, type ReaderDatabase } from '../../src/db/connect.js';
 import { createCallLimits, type LimitsOptions } from '../../src/limits.js';
 import { createTokenizer } from '../../src/lib/masking.js';
@@ -33,10 +35,16 @@ export interface HarnessOptions {
   readonly isReady?: () => boolean;
   /** The clock periods are resolved by. */
   readonly now?: () => number;
+  /** The resources and prompts served (contentOf(packs)); the engine's own when omitted. */
+  readonly content?: ServerContent;
+  /** The revision the client speaks: 2025-11-25 after initialize (the default), or 2026-07-28. */
+  readonly era?: 'legacy' | 'modern';
 }
 
 export interface Harness {
   readonly client: Client;
+  /** With era 'modern': the SDK's v2 client, pinned to 2026-07-28 (and `client` is not connected). */
+  readonly modern: ModernClient;
   /** Every line the server logged, parsed. */
   readonly logs: Record<string, unknown>[];
   /** Every audit entry written, unless an audit log was given. */
@@ -78,23 +86,38 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       ctx: { timeZone: options.timeZone ?? 'UTC' },
       isReady: options.isReady ?? (() => true),
       ...(options.now ? { now: options.now } : {}),
+      ...(options.content ? { content: options.content } : {}),
     },
     options.caller ?? { id: 'test' },
   );
-  const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
   const client = new Client({ name: 'querygate-tests', version: '1.0.0' });
-  await server.connect(serverTransport);
-  await client.connect(clientTransport);
-  await client.listTools(); // the client caches output schemas and validates structuredContent against them
+  const modern = new ModernClient(
+    { name: 'querygate-tests', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+  );
+  if (options.era === 'modern') {
+    const [clientTransport, serverTransport] = ModernInMemory.createLinkedPair();
+    await server.connect(serverTransport);
+    await modern.connect(clientTransport);
+  } else {
+    const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
+    await server.connect(serverTransport);
+    await client.connect(clientTransport);
+    await client.listTools(); // the client caches output schemas and validates structuredContent against them
+  }
   return {
     client,
+    modern,
     logs,
     audits,
     reader,
     call: async (name, args) =>
-      (await client.callTool({ name, arguments: args as Record<string, unknown> })) as CallToolResult,
+      (await (options.era === 'modern' ? modern : client).callTool({
+        name,
+        arguments: args as Record<string, unknown>,
+      })) as CallToolResult,
     close: async () => {
-      await client.close();
+      await (options.era === 'modern' ? modern : client).close();
       await server.close();
       await reader.close();
     },

@@ -1,14 +1,17 @@
 /**
  * Subscriptions (2026-07-28's subscriptions/listen): a long-lived request whose notifications are the
- * changes the client opted in to. The server first acknowledges the subset of the filter it honours,
- * which for querygate is `toolsListChanged` alone (it has no prompts or resources to change), then
- * sends `notifications/tools/list_changed` each time the tools this caller sees change. Every one of
- * them carries the listen request's id as the subscription id. The subscription ends when the client
- * closes the stream (HTTP) or cancels the request (stdio), which gets no answer, or when the server
- * stops, which answers it with an empty result.
+ * changes the client opted in to. The server first acknowledges the subset of the filter it honours:
+ * `toolsListChanged`, and `resourceSubscriptions` for the fixed resources among those asked for (its
+ * lists of prompts and resources never change while it runs). Then, each time the tools this caller
+ * sees change, it sends `notifications/tools/list_changed` and `notifications/resources/updated` for
+ * each subscribed resource that follows the tools (the catalog). Every one of them carries the listen
+ * request's id as the subscription id. The subscription ends when the client closes the stream (HTTP)
+ * or cancels the request (stdio), which gets no answer, or when the server stops, which answers it with
+ * an empty result.
  */
 import { INVALID_PARAMS, ProtocolError } from '../../errors.js';
 import { watchVisibleTools } from '../../live-registry.js';
+import { followingTools, servedContent } from '../content-context.js';
 import type { Feature, HandlerContext } from '../dispatcher.js';
 import { INVALID_REQUEST, isObject } from '../json-rpc.js';
 import { EdgeError, META } from '../revisions.js';
@@ -44,16 +47,29 @@ async function listen(params: Record<string, unknown>, ctx: HandlerContext): Pro
 
   const meta = { [META.subscriptionId]: requestId };
   const tools = filter.toolsListChanged === true;
+  const known = new Set(servedContent(deps).resources.map((r) => r.uri));
+  const resources = [...new Set((uris as string[] | undefined) ?? [])].filter((uri) => known.has(uri));
+  const updated = followingTools(deps, resources);
   notify({
     jsonrpc: '2.0',
     method: 'notifications/subscriptions/acknowledged',
-    params: { _meta: meta, notifications: tools ? { toolsListChanged: true } : {} },
+    params: {
+      _meta: meta,
+      notifications: {
+        ...(tools ? { toolsListChanged: true } : {}),
+        ...(resources.length > 0 ? { resourceSubscriptions: resources } : {}),
+      },
+    },
   });
-  const stop = tools
-    ? watchVisibleTools(deps.registry, caller, () =>
-        notify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: { _meta: meta } }),
-      )
-    : () => undefined;
+  const stop =
+    tools || updated.length > 0
+      ? watchVisibleTools(deps.registry, caller, () => {
+          if (tools) notify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: { _meta: meta } });
+          for (const uri of updated) {
+            notify({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { _meta: meta, uri } });
+          }
+        })
+      : () => undefined;
   try {
     await ended(signal, closing);
   } finally {

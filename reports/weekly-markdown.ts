@@ -1,0 +1,110 @@
+/**
+ * The weekly sales report as Markdown: what `querygate://reports/weekly/{week}` reads and what
+ * `querygate report weekly --format md` writes. Every figure is the JSON report's own, only laid out.
+ */
+import type { WeeklySalesReport } from './weekly-sales-report.js';
+
+type Report = WeeklySalesReport;
+
+const cell = (value: unknown): string =>
+  value === null || value === undefined ? '–' : String(value).replaceAll('|', '\\|').replaceAll('\n', ' ');
+const signed = (value: number | null, unit: string): string =>
+  value === null ? '–' : `${value > 0 ? '+' : ''}${value}${unit}`;
+
+function table(head: readonly string[], rows: readonly (readonly unknown[])[]): string {
+  if (rows.length === 0) return '_None._\n';
+  const line = (cells: readonly unknown[]): string => `| ${cells.map(cell).join(' | ')} |`;
+  return [line(head), line(head.map(() => '---')), ...rows.map(line)].join('\n') + '\n';
+}
+
+const METRIC_NAMES: Record<string, string> = {
+  revenue: 'Net revenue',
+  order_count: 'Orders placed',
+  avg_order_value: 'Average order value',
+  cancellation_rate: 'Cancellation rate (%)',
+  refund_rate: 'Refund rate (%)',
+};
+
+export function weeklyMarkdown(r: Report): string {
+  const unit = (m: Report['metrics'][number]): string => (m.change_unit === 'percent' ? ' %' : ' pp');
+  const parts = [
+    `# Weekly sales report ${r.week}`,
+    '',
+    `${r.start_date} to ${r.end_date}${r.partial ? ` (partial: through ${r.through_date})` : ''}, time zone ${r.time_zone}.`,
+    '',
+    `**${r.summary}**`,
+    '',
+    `## Figures`,
+    '',
+    `Compared with the same days of the week before (${r.last_week.start_date} to ${r.last_week.end_date}) and 52 weeks before (${r.year_ago.start_date} to ${r.year_ago.end_date}).`,
+    '',
+    table(
+      ['Figure', 'Currency', 'This week', 'Week before', 'Change', 'Year before', 'Change'],
+      r.metrics.map((m) => [
+        METRIC_NAMES[m.metric] ?? m.metric,
+        m.currency,
+        m.value,
+        m.last_week,
+        signed(m.change_vs_last_week, unit(m)),
+        m.year_ago,
+        signed(m.change_vs_year_ago, unit(m)),
+      ]),
+    ),
+    `## Revenue by day`,
+    '',
+    table(
+      ['Day', 'Currency', 'Revenue', 'Same day, week before', 'Change'],
+      r.daily.map((d) => [
+        `${d.weekday} ${d.date}`,
+        d.currency,
+        d.revenue,
+        d.last_week_revenue,
+        signed(d.change_pct, ' %'),
+      ]),
+    ),
+    `## Top products`,
+    '',
+    table(
+      ['Rank', 'Product', 'Category', 'Currency', 'Revenue', 'Units', 'Rank the week before'],
+      r.top_products.map((p) => [
+        p.rank,
+        `${p.name} (${p.sku})`,
+        p.category,
+        p.currency,
+        p.revenue,
+        p.units,
+        p.rank_last_week,
+      ]),
+    ),
+    `## By region`,
+    '',
+    table(
+      ['Region', 'Currency', 'Revenue', 'Week before', 'Change'],
+      r.regions.map((s) => [s.region, s.currency, s.revenue, s.last_week_revenue, signed(s.change_pct, ' %')]),
+    ),
+    `## By category`,
+    '',
+    table(
+      ['Category', 'Currency', 'Revenue', 'Week before', 'Change'],
+      r.categories.map((s) => [s.category, s.currency, s.revenue, s.last_week_revenue, signed(s.change_pct, ' %')]),
+    ),
+    `## Notable days`,
+    '',
+    table(
+      ['Day', 'Currency', 'Revenue', 'Usual (median)', 'Robust z', 'Direction'],
+      r.notable_days.map((d) => [
+        `${d.weekday} ${d.date}`,
+        d.currency,
+        d.revenue,
+        d.baseline_median,
+        d.robust_z,
+        d.direction,
+      ]),
+    ),
+    `_${r.notable_rule}_`,
+    '',
+    `Revenue is net of cancelled and refunded orders; money is never added across currencies. Data as of ${r.data_as_of}.`,
+    '',
+  ];
+  return parts.join('\n');
+}
