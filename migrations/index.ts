@@ -12,6 +12,7 @@ import { rollupIsolation } from './0009-rollup-isolation.js';
 import { rollupCurrency } from './0010-rollup-currency.js';
 import { readerLimits } from './0011-reader-limits.js';
 import { storedMasks } from './0012-stored-masks.js';
+import { categoryDays } from './0013-category-days.js';
 
 export function migrations(options: { readerRole: string }): Record<string, Migration> {
   return {
@@ -27,5 +28,6 @@ export function migrations(options: { readerRole: string }): Record<string, Migr
     '0010-rollup-currency': rollupCurrency(options.readerRole),
     '0011-reader-limits': readerLimits(options.readerRole),
     '0012-stored-masks': storedMasks,
+    '0013-category-days': categoryDays(options.readerRole),
   };
 }

@@ -1,5 +1,5 @@
 /**
- * What the daily rollup migrations (0007, 0008) share. Migrations that have run must keep meaning
+ * What the daily rollup migrations (0007, 0008, 0013) share. Migrations that have run must keep meaning
  * the same thing, so these only ever gain new functions; an existing one is never changed.
  */
 import { sql, type Kysely } from 'kysely';

@@ -129,4 +129,17 @@ export const VIEWS: ViewsDocumentation<ReportingDatabase> = {
       total_amount: 'the sum of their total_amount',
     },
   },
+  'reporting.category_days': {
+    description:
+      'Net sales per UTC day, product category, order status and currency, kept exact by triggers on the items, the orders and the products (a product that changes category takes its items along).',
+    columns: {
+      day: 'the UTC day, as the timestamp it starts at',
+      category: 'the product category',
+      status: 'the status of the orders counted',
+      currency: 'the currency of the amounts',
+      order_count:
+        'orders with that day, status and currency holding at least one item of the category, each counted once however many it holds',
+      revenue: 'the sum of quantity × unit price of those items of the category',
+    },
+  },
 };

@@ -11,6 +11,15 @@ export type Numeric = ColumnType<string, number | string, number | string>;
 
 export type Timestamp = ColumnType<Date, Date | string, Date | string>;
 
+export interface ReportingCategoryDays {
+  category: string | null;
+  currency: string | null;
+  day: Timestamp | null;
+  order_count: Int8 | null;
+  revenue: Numeric | null;
+  status: string | null;
+}
+
 export interface ReportingCustomers {
   created_at: Timestamp | null;
   email_masked: string | null;
@@ -71,6 +80,7 @@ export interface ReportingRegionDays {
 }
 
 export interface DB {
+  'reporting.category_days': ReportingCategoryDays;
   'reporting.customers': ReportingCustomers;
   'reporting.order_hours': ReportingOrderHours;
   'reporting.order_items': ReportingOrderItems;

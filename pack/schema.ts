@@ -1,7 +1,7 @@
 /**
  * The tables the reader role can see: views in the `reporting` schema over `sales`, and the rollups
- * the triggers keep (order_hours per UTC hour, product_days and region_days per UTC day; migrations
- * 0005 to 0010). Their types are generated from the live schema (`npm run codegen -- .`, see
+ * the triggers keep (order_hours per UTC hour, product_days, region_days and category_days per UTC
+ * day; migrations 0005 to 0010 and 0013). Their types are generated from the live schema (`npm run codegen -- .`, see
  * schema.generated.ts), so a template that names a column the database lacks fails the type check.
  * Raw personal data stays in `sales.customers`; `reporting.customers` already masks it at the source,
  * and the server masks every personal column again on the way out (see PERSONAL_COLUMNS).

@@ -34,7 +34,7 @@ const HOUR_MS = 3_600_000;
 /** Every demo order's currency: the demo shop sells in one. */
 const CURRENCY = 'USD';
 /**
- * The row triggers that keep the rollups (migrations 0005, 0007, 0008) and that touch the order or
+ * The row triggers that keep the rollups (migrations 0005, 0007, 0008, 0013) and that touch the order or
  * customer a new row points at (0009): off while loading, which fills the rollups itself.
  */
 const ROLLUP_TRIGGERS = [
@@ -48,6 +48,10 @@ const ROLLUP_TRIGGERS = [
   ['sales.order_items', 'order_items_touch_new_order'],
   ['sales.orders', 'orders_touch_customer'],
   ['sales.orders', 'orders_touch_new_customer'],
+  ['sales.order_items', 'order_items_category_days'],
+  ['sales.orders', 'orders_category_days'],
+  ['sales.orders', 'orders_category_days_delete'],
+  ['sales.products', 'products_category_days'],
 ] as const;
 
 const FIRST = [
@@ -156,13 +160,30 @@ function itemsOf(index: number, products: readonly Product[]): { product: number
   return [...chosen].map((product) => ({ product, quantity: weighted(rand, [1, 2, 3, 5], [0.6, 0.25, 0.1, 0.05]) }));
 }
 
-type Rollup = 'order_hours' | 'product_days' | 'region_days';
+/** The items of order `index` per product category: how many, and their revenue in cents. */
+function categoriesOf(
+  index: number,
+  products: readonly Product[],
+): Map<string, { items: number; amountCents: number }> {
+  const categories = new Map<string, { items: number; amountCents: number }>();
+  for (const item of itemsOf(index, products)) {
+    const product = products[item.product]!;
+    const sum = categories.get(product.category) ?? { items: 0, amountCents: 0 };
+    sum.items++;
+    sum.amountCents += item.quantity * product.priceCents;
+    categories.set(product.category, sum);
+  }
+  return categories;
+}
+
+type Rollup = 'order_hours' | 'product_days' | 'region_days' | 'category_days';
 
 /** Each rollup's columns: its key (UTC hour or day first, currency last), then a count and an amount. */
 const ROLLUP_COLUMNS: readonly (readonly [Rollup, string])[] = [
   ['order_hours', 'hour, status, currency, order_count, total_amount'],
   ['product_days', 'day, product_id, status, currency, units, revenue'],
   ['region_days', 'day, region, status, currency, order_count, total_amount'],
+  ['category_days', 'day, category, status, currency, order_count, revenue'],
 ];
 
 /**
@@ -243,6 +264,8 @@ export async function seedDatabase(adminUrl: string, options: SeedOptions, logge
       'sales.order_hours',
       'sales.product_days',
       'sales.region_days',
+      'sales.category_days',
+      'sales.order_categories',
     ],
   };
   await loadDemoData(adminUrl, tables, async (client) => {
@@ -307,6 +330,10 @@ export async function seedDatabase(adminUrl: string, options: SeedOptions, logge
             total += amount;
             rollups.add('product_days', `${day}\t${item.product + 1}\t${status}\t${CURRENCY}`, item.quantity, amount);
           }
+          // An order counts once in each category it holds items of, with the revenue of those items.
+          for (const [category, { amountCents }] of categoriesOf(i, products)) {
+            rollups.add('category_days', `${day}\t${category}\t${status}\t${CURRENCY}`, 1, amountCents);
+          }
           rollups.add('order_hours', `${Math.floor(at / HOUR_MS) * HOUR_MS}\t${status}\t${CURRENCY}`, 1, total);
           rollups.add('region_days', `${day}\t${regionOf[customer]}\t${status}\t${CURRENCY}`, 1, total);
           yield `${i + 1}\t${customer}\t${status}\t${new Date(at).toISOString()}\t${CURRENCY}\t${cents(total)}\n`;
@@ -327,10 +354,19 @@ export async function seedDatabase(adminUrl: string, options: SeedOptions, logge
       },
     );
 
-    await client.query('truncate sales.order_hours, sales.product_days, sales.region_days');
+    await client.query('truncate sales.order_hours, sales.product_days, sales.region_days, sales.category_days');
     for (const [table, columns] of ROLLUP_COLUMNS) {
       await copyInto(client, `copy sales.${table} (${columns}) from stdin`, () => rollups.lines(table));
     }
+    // What the category rollup's triggers keep beside it: each order's items and revenue per category.
+    await client.query('truncate sales.order_categories');
+    await copyInto(client, 'copy sales.order_categories (order_id, category, items, revenue) from stdin', function* () {
+      for (let i = 0; i < times.length; i++) {
+        for (const [category, { items, amountCents }] of categoriesOf(i, products)) {
+          yield `${i + 1}\t${category}\t${items}\t${cents(amountCents)}\n`;
+        }
+      }
+    });
     for (const statement of deferred) await client.query(statement);
     for (const [table, trigger] of ROLLUP_TRIGGERS)
       await client.query(`alter table ${table} enable trigger ${trigger}`);

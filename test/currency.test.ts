@@ -281,6 +281,16 @@ const ROLLUP_CHECKS: readonly RollupCheck[] = [
                   from sales.orders o join sales.customers c on c.id = o.customer_id
                  group by 1, 2, 3, 4 order by 1, 2, 3, 4`,
   },
+  {
+    table: 'category_days',
+    rows: `select day::text as at, category as key, status, currency::text, order_count::text as n, revenue::text as amount
+             from sales.category_days where order_count <> 0 or revenue <> 0 order by 1, 2, 3, 4`,
+    fromSales: `select date_trunc('day', o.ordered_at, 'UTC')::text as at, p.category as key, o.status, o.currency::text,
+                       count(distinct o.id)::text as n, sum(i.quantity * i.unit_price)::text as amount
+                  from sales.orders o join sales.order_items i on i.order_id = o.id
+                       join sales.products p on p.id = i.product_id
+                 group by 1, 2, 3, 4 order by 1, 2, 3, 4`,
+  },
 ];
 
 /** Each rollup equals the per-currency sums of the sales tables, and a rebuild changes nothing. */
@@ -408,6 +418,11 @@ describe('item 3: the migration that keys the rollups by currency', () => {
           and table_name in ('order_hours', 'product_days', 'region_days')`,
     );
     expect(columns[0]!.n).toBe(0);
+    // The category rollup (0013), added after them, is gone with its table of each order's categories.
+    const { rows: gone } = await own.admin.query<{ rollup: string | null; kept: string | null }>(
+      "select to_regclass('sales.category_days')::text as rollup, to_regclass('sales.order_categories')::text as kept",
+    );
+    expect(gone).toEqual([{ rollup: null, kept: null }]);
     // Undone, the rollups sum across currencies again, and their triggers keep them so.
     await own.admin.query(
       "insert into sales.orders (id, customer_id, status, ordered_at, currency, total_amount) values (990103, 2, 'paid', '2025-04-01T10:45:00Z', 'EUR', 5)",

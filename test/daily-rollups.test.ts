@@ -1,6 +1,6 @@
 /**
- * The daily rollups (products, regions) follow every change to the rows they sum, in the same
- * transaction; and the tools that read them give exactly what the raw rows give, in every zone,
+ * The daily rollups (products, regions, categories) follow every change to the rows they sum, in the
+ * same transaction; and the tools that read them give exactly what the raw rows give, in every zone,
  * where the whole UTC days come from a rollup and the hours around them from the orders and items.
  */
 import pg from 'pg';
@@ -112,6 +112,179 @@ describe('top products through the daily rollup', () => {
   });
 });
 
+/**
+ * The category rollup's non-empty rows, and each order's items per category (which its triggers keep
+ * beside it), against the same figures straight from the items, an order counted once per category it
+ * holds items of: the rows found on one side only (a few, so that a failure reads quickly).
+ */
+async function categoryDifferences(): Promise<string[]> {
+  const { rows } = await scratch.admin.query<{ row: string }>(
+    `with kept as (
+       select 'category_days' as what, day::text || ' ' || category || ' ' || status || ' ' || currency as key,
+              order_count::text as n, revenue::text as amount
+         from sales.category_days where order_count <> 0 or revenue <> 0
+       union all
+       select 'order_categories', order_id::text || ' ' || category, items::text, revenue::text
+         from sales.order_categories
+     ), items as (
+       select 'category_days' as what,
+              date_trunc('day', o.ordered_at, 'UTC')::text || ' ' || p.category || ' ' || o.status || ' ' || o.currency as key,
+              count(distinct o.id)::text as n, sum(i.quantity * i.unit_price)::text as amount
+         from sales.orders o join sales.order_items i on i.order_id = o.id join sales.products p on p.id = i.product_id
+        group by 2
+       union all
+       select 'order_categories', i.order_id::text || ' ' || p.category, count(*)::text, sum(i.quantity * i.unit_price)::text
+         from sales.order_items i join sales.products p on p.id = i.product_id
+        group by 2
+     )
+     select row from (
+       select 'kept only: ' || k.what || ' ' || k.key || ' ' || k.n || ' ' || k.amount as row
+         from (select * from kept except all select * from items) k
+       union all
+       select 'items only: ' || i.what || ' ' || i.key || ' ' || i.n || ' ' || i.amount
+         from (select * from items except all select * from kept) i
+     ) d order by 1 limit 20`,
+  );
+  return rows.map((r) => r.row);
+}
+
+/** A fingerprint of the category rollup and of each order's items per category, to tell a change. */
+async function categoryState(): Promise<{ rollup: string; kept: string; rows: number }> {
+  const { rows } = await scratch.admin.query<{ rollup: string; kept: string; rows: number }>(
+    `select (select md5(string_agg(d::text, ',' order by day, category, status, currency))
+               from sales.category_days d where order_count <> 0 or revenue <> 0) as rollup,
+            (select md5(string_agg(c::text, ',' order by order_id, category)) from sales.order_categories c) as kept,
+            (select count(*)::int from sales.category_days where order_count <> 0) as rows`,
+  );
+  return rows[0]!;
+}
+
+async function expectCategoryRollupExact(): Promise<void> {
+  expect(await categoryDifferences()).toEqual([]);
+}
+
+describe('the daily category rollup', () => {
+  it('agrees with the items after the seed, where orders hold several items of one category', async () => {
+    const { rows } = await scratch.admin.query<{ n: number }>(
+      `select count(*)::int as n from (select 1 from sales.order_items i join sales.products p on p.id = i.product_id
+        group by i.order_id, p.category having count(*) > 1) twice`,
+    );
+    expect(rows[0]!.n).toBeGreaterThan(100);
+    expect((await categoryState()).rows).toBeGreaterThan(1000);
+    await expectCategoryRollupExact();
+  });
+
+  it('counts an order once per category, and keeps it counted while an item of the category remains', async () => {
+    // Products 1 and 9 share a category (the seed deals them out eight categories round), product 2 has another.
+    const { rows: products } = await scratch.admin.query<{ id: string; category: string }>(
+      'select id::text, category from sales.products where id in (1, 2, 9) order by id',
+    );
+    expect(products[0]!.category).toBe(products[2]!.category);
+    expect(products[1]!.category).not.toBe(products[0]!.category);
+    const category = products[0]!.category;
+    const cell = async (): Promise<{ n: string; revenue: string } | undefined> =>
+      (
+        await scratch.admin.query<{ n: string; revenue: string }>(
+          `select order_count::text as n, revenue::text from sales.category_days
+            where day = '2031-01-01T00:00:00Z' and category = $1 and status = 'paid' and currency = 'USD'`,
+          [category],
+        )
+      ).rows[0];
+    await scratch.admin.query(
+      "insert into sales.orders (id, customer_id, status, ordered_at, total_amount) values (930001, 1, 'paid', '2031-01-01T10:00:00Z', 0)",
+    );
+    await scratch.admin.query(
+      'insert into sales.order_items (order_id, product_id, quantity, unit_price) values (930001, 1, 2, 10.00), (930001, 9, 1, 5.00), (930001, 2, 1, 1.00)',
+    );
+    expect(await cell()).toEqual({ n: '1', revenue: '25.00' });
+    await scratch.admin.query('delete from sales.order_items where order_id = 930001 and product_id = 1');
+    expect(await cell()).toEqual({ n: '1', revenue: '5.00' });
+    await scratch.admin.query('delete from sales.order_items where order_id = 930001 and product_id = 9');
+    expect(await cell()).toEqual({ n: '0', revenue: '0.00' });
+    // Two items of the category taken out by one statement: the order leaves the count once.
+    await scratch.admin.query(
+      'insert into sales.order_items (order_id, product_id, quantity, unit_price) values (930001, 1, 1, 3.00), (930001, 9, 1, 4.00)',
+    );
+    expect(await cell()).toEqual({ n: '1', revenue: '7.00' });
+    await scratch.admin.query('delete from sales.order_items where order_id = 930001 and product_id in (1, 9)');
+    expect(await cell()).toEqual({ n: '0', revenue: '0.00' });
+    await scratch.admin.query('delete from sales.orders where id = 930001');
+    await expectCategoryRollupExact();
+  });
+
+  it('follows items added, changed, moved and deleted, orders that change day or status or go, and products that change category', async () => {
+    const order = (id: number, status: string, at: string): string => `(${id}, 1, '${status}', '${at}', 0)`;
+    await scratch.admin.query(
+      `insert into sales.orders (id, customer_id, status, ordered_at, total_amount) values
+        ${order(930002, 'paid', '2025-03-10T23:59:59Z')}, ${order(930003, 'pending', '2025-03-11T00:00:00Z')}`,
+    );
+    await scratch.admin.query(
+      `insert into sales.order_items (order_id, product_id, quantity, unit_price) values
+        (930002, 1, 2, 10.50), (930002, 9, 1, 3.33), (930002, 2, 1, 1.00), (930003, 1, 5, 10.50), (930003, 3, 1, 0.01)`,
+    );
+    await scratch.admin.query('update sales.order_items set quantity = 7 where order_id = 930002 and product_id = 1');
+    await scratch.admin.query(
+      'update sales.order_items set unit_price = 9.99 where order_id = 930003 and product_id = 1',
+    );
+    await scratch.admin.query('update sales.order_items set product_id = 4 where order_id = 930002 and product_id = 9');
+    await scratch.admin.query(
+      'update sales.order_items set order_id = 930003 where order_id = 930002 and product_id = 4',
+    );
+    await scratch.admin.query("update sales.orders set status = 'refunded' where id = 930002");
+    await scratch.admin.query("update sales.orders set ordered_at = '2025-03-12T00:00:00Z' where id = 930003");
+    // (Orders that change currency: test/currency.test.ts; this file's other checks sum across currencies.)
+    await scratch.admin.query(
+      "update sales.orders set status = 'shipped', ordered_at = '2025-01-01T12:00:00Z' where id = 930003",
+    );
+    await scratch.admin.query('delete from sales.order_items where order_id = 930003 and product_id = 3');
+    // A product with many orders changes category; two categories merge into one, so that orders
+    // holding items of both now count once; and one product goes back to where it was.
+    await scratch.admin.query("update sales.products set category = 'Stationery' where id = 5");
+    const { rows } = await scratch.admin.query<{ a: string; b: string }>(
+      'select (select category from sales.products where id = 1) as a, (select category from sales.products where id = 2) as b',
+    );
+    await scratch.admin.query('update sales.products set category = $1 where category = $2', [rows[0]!.a, rows[0]!.b]);
+    await scratch.admin.query('update sales.products set category = $1 where id = 2', [rows[0]!.b]);
+    // Orders deleted with their items (the foreign key cascades), and a batch touching many orders at once.
+    await scratch.admin.query(
+      "delete from sales.orders where id in (select id from sales.orders where status = 'shipped' and ordered_at >= '2025-03-01' order by id limit 5)",
+    );
+    await scratch.admin.query(
+      "update sales.orders set status = 'cancelled' where id in (select id from sales.orders where status = 'paid' and ordered_at >= '2025-04-01' order by id limit 20)",
+    );
+    await expectCategoryRollupExact();
+  });
+
+  it('is rolled back with the transaction that changed the items or a category', async () => {
+    const before = await categoryState();
+    await scratch.admin.query('begin');
+    await scratch.admin.query(
+      "insert into sales.order_items (order_id, product_id, quantity, unit_price) select id, 150, 3, 1 from sales.orders where status = 'paid' order by id limit 10 on conflict do nothing",
+    );
+    await scratch.admin.query("update sales.products set category = 'Gone' where id <= 20");
+    expect(await categoryState()).not.toEqual(before);
+    await scratch.admin.query('rollback');
+    expect(await categoryState()).toEqual(before);
+  });
+
+  it('can be rebuilt, and is emptied by a truncate', async () => {
+    const before = await categoryState();
+    await scratch.admin.query('select sales.category_days_rebuild()');
+    expect(await categoryState()).toEqual(before);
+    // In transactions rolled back, so that the suites below keep their items.
+    for (const truncate of ['truncate sales.order_items', 'truncate sales.products cascade']) {
+      await scratch.admin.query('begin');
+      try {
+        await scratch.admin.query(truncate);
+        expect(await categoryState(), truncate).toEqual({ rollup: null, kept: null, rows: 0 });
+      } finally {
+        await scratch.admin.query('rollback');
+      }
+    }
+    expect(await categoryState()).toEqual(before);
+  });
+});
+
 describe('the daily rollups under concurrent writers and any session time zone', () => {
   /** Runs `first` in an open transaction, starts `second` on another connection, then commits `first`. */
   async function overlapping(first: string, second: string): Promise<void> {
@@ -139,6 +312,45 @@ describe('the daily rollups under concurrent writers and any session time zone',
     );
     const { rollup, items } = await rollupAndItems();
     expect(rollup).toEqual(items);
+  });
+
+  it('stay exact when a product changes category while an item of it is added', async () => {
+    await scratch.admin.query(
+      "insert into sales.orders (id, customer_id, status, ordered_at, total_amount) values (920003, 1, 'paid', '2025-03-17T12:00:00Z', 0)",
+    );
+    await overlapping(
+      "update sales.products set category = 'Moon' where id = 6",
+      'insert into sales.order_items (order_id, product_id, quantity, unit_price) values (920003, 6, 2, 7.50)',
+    );
+    await expectCategoryRollupExact();
+    const { rows } = await scratch.admin.query<{ n: number }>(
+      "select order_count::int as n from sales.category_days where day = '2025-03-17T00:00:00Z' and category = 'Moon' and status = 'paid'",
+    );
+    expect(rows[0]!.n).toBeGreaterThan(0);
+  });
+
+  it('let two SERIALIZABLE transactions add items of different products to different orders at once', async () => {
+    // Every item's writer reads sales.products, which at 150 rows PostgreSQL reads whole: were the item
+    // to write its product (rather than its row of sales.product_touches), the later would be refused.
+    await scratch.admin.query(
+      `insert into sales.orders (id, customer_id, status, ordered_at, total_amount) values
+        (920004, 1, 'paid', '2025-03-18T12:00:00Z', 0), (920005, 2, 'pending', '2025-03-19T12:00:00Z', 0)`,
+    );
+    const other = new pg.Client({ connectionString: scratch.adminUrl });
+    await other.connect();
+    try {
+      await scratch.admin.query('begin isolation level serializable; select 1');
+      await other.query(
+        'begin isolation level serializable; insert into sales.order_items values (920004, 7, 1, 1.00); commit',
+      );
+      await scratch.admin.query('insert into sales.order_items values (920005, 8, 1, 2.00); commit');
+    } catch (err) {
+      await scratch.admin.query('rollback');
+      throw err;
+    } finally {
+      await other.end();
+    }
+    await expectCategoryRollupExact();
   });
 
   it('stay exact when a customer moves while an order is placed for them', async () => {

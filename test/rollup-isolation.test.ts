@@ -33,13 +33,17 @@ afterAll(async () => {
 });
 
 /**
- * The rows one case writes: two customers, an order of each in the same UTC hour, an item each. The
- * second order is pending, the first paid: a row moved or added from one to the other lands in a
- * rollup row that the other writer does not touch (one it touched would refuse a stale writer by itself).
+ * The rows one case writes: two customers, an order of each in the same UTC hour, an item each, and
+ * a product of the case's own in the Home category, which the first order holds too: that order has
+ * two Home items (products 1 and p), and counts once in the category. The second order is pending,
+ * the first paid: a row moved or added from one to the other lands in a rollup row that the other
+ * writer does not touch (one it touched would refuse a stale writer by itself).
  */
 interface Case {
   c: number;
   c2: number;
+  /** The case's own product, Home until a writer moves it. */
+  p: number;
   o: number;
   o2: number;
   o3: number;
@@ -57,17 +61,18 @@ async function setUp(): Promise<Case> {
   const base = 1_000_000 + 10 * n;
   const day = (k: number): string =>
     new Date(Date.UTC(2030, 0, 1) + (2 * n + k) * 86_400_000).toISOString().slice(0, 10);
-  const ids = { c: base, c2: base + 1, o: base, o2: base + 1, o3: base + 2, o4: base + 3 };
+  const ids = { c: base, c2: base + 1, p: base, o: base, o2: base + 1, o3: base + 2, o4: base + 3 };
   const days = { dayA: day(0), dayB: day(1), dayC: day(2) };
   await scratch.admin.query(
     `insert into sales.customers (id, name, email, phone, region) values
        (${ids.c}, 'C', 'c@example.com', '+1 555 000-0000', 'north'),
        (${ids.c2}, 'D', 'd@example.com', '+1 555 000-0001', 'south');
+     insert into sales.products (id, sku, name, category, unit_price) values (${ids.p}, 'P-${ids.p}', 'Case', 'Home', 4);
      insert into sales.orders (id, customer_id, status, ordered_at, total_amount) values
        (${ids.o}, ${ids.c}, 'paid', '${days.dayA}T10:00:00Z', 20),
        (${ids.o2}, ${ids.c2}, 'pending', '${days.dayA}T10:20:00Z', 5);
      insert into sales.order_items (order_id, product_id, quantity, unit_price) values
-       (${ids.o}, 1, 2, 10.00), (${ids.o2}, 2, 1, 5.00)`,
+       (${ids.o}, 1, 2, 10.00), (${ids.o}, ${ids.p}, 1, 4.00), (${ids.o2}, 2, 1, 5.00)`,
   );
   return { ...ids, ...days };
 }
@@ -84,7 +89,9 @@ interface Difference {
 /**
  * Each rollup's non-empty rows on the case's days against the same sums computed here from the base
  * tables (the rebuild functions are not used), per currency as the rollups are keyed: the rows found
- * on one side only. A sum left under the order's old currency is a row on each side.
+ * on one side only. A sum left under the order's old currency is a row on each side. The case's
+ * orders' items per category, which the category rollup's triggers keep beside it, are held to the
+ * items the same way.
  */
 async function differences(ids: Case): Promise<Difference[]> {
   const { rows } = await scratch.admin.query<Difference>(
@@ -100,6 +107,13 @@ async function differences(ids: Case): Promise<Difference[]> {
        select 'region_days', day::text, region || ' ' || status || ' ' || currency, order_count::text,
               total_amount::text
          from sales.region_days where day >= $1 and day < $2 and (order_count <> 0 or total_amount <> 0)
+       union all
+       select 'category_days', day::text, category || ' ' || status || ' ' || currency, order_count::text,
+              revenue::text
+         from sales.category_days where day >= $1 and day < $2 and (order_count <> 0 or revenue <> 0)
+       union all
+       select 'order_categories', order_id::text, category, items::text, revenue::text
+         from sales.order_categories where order_id between $3 and $4
      ), tables as (
        select 'order_hours' as rollup, date_trunc('hour', ordered_at, 'UTC')::text as at,
               status || ' ' || currency as key, count(*)::text as n, sum(total_amount)::text as amount
@@ -115,12 +129,22 @@ async function differences(ids: Case): Promise<Difference[]> {
               c.region || ' ' || o.status || ' ' || o.currency, count(*)::text, sum(o.total_amount)::text
          from sales.orders o join sales.customers c on c.id = o.customer_id
         where o.ordered_at >= $1 and o.ordered_at < $2 group by 2, 3
+       union all
+       select 'category_days', date_trunc('day', o.ordered_at, 'UTC')::text,
+              p.category || ' ' || o.status || ' ' || o.currency, count(distinct o.id)::text,
+              sum(i.quantity * i.unit_price)::text
+         from sales.orders o join sales.order_items i on i.order_id = o.id join sales.products p on p.id = i.product_id
+        where o.ordered_at >= $1 and o.ordered_at < $2 group by 2, 3
+       union all
+       select 'order_categories', i.order_id::text, p.category, count(*)::text, sum(i.quantity * i.unit_price)::text
+         from sales.order_items i join sales.products p on p.id = i.product_id
+        where i.order_id between $3 and $4 group by 2, 3
      )
      select 'rollup only' as side, * from (select * from rollup except all select * from tables) r
      union all
      select 'tables only', * from (select * from tables except all select * from rollup) t
      order by rollup, at, key, side`,
-    [`${ids.dayA}T00:00:00Z`, `${ids.dayC}T00:00:00Z`],
+    [`${ids.dayA}T00:00:00Z`, `${ids.dayC}T00:00:00Z`, ids.o, ids.o4],
   );
   return rows;
 }
@@ -311,6 +335,45 @@ const orders: Write[] = [
   { ...currencyChange, what: "the customer's order changes currency from USD to EUR" },
 ];
 
+/** The case's product changes category: its item in the first order, the order's second Home item, goes with it. */
+const categoryChange: Write = {
+  what: "the case's product moves from Home to Garden",
+  sql: (ids) => [`update sales.products set category = 'Garden' where id = ${ids.p}`],
+};
+
+/** The order's other Home item: while one of the two stays, the order counts in Home once. */
+const otherHomeItemDeleted: Write = {
+  what: "the order's other Home item, of the case's product, is deleted",
+  sql: (ids) => [`delete from sales.order_items where order_id = ${ids.o} and product_id = ${ids.p}`],
+};
+
+/** Writes of the case's product's items: the first two give it an item it did not have. */
+const productItems: Write[] = [
+  {
+    what: "an item of the case's product is added to the other order",
+    sql: (ids) => [`insert into sales.order_items values (${ids.o2}, ${ids.p}, 2, 4.00)`],
+  },
+  {
+    what: "an item of another product moves to the case's product",
+    sql: (ids) => [`update sales.order_items set product_id = ${ids.p} where order_id = ${ids.o2} and product_id = 2`],
+  },
+  {
+    what: "the quantity of the item of the case's product changes",
+    sql: (ids) => [`update sales.order_items set quantity = 3 where order_id = ${ids.o} and product_id = ${ids.p}`],
+  },
+  {
+    what: "the item of the case's product moves to another order",
+    sql: (ids) => [
+      `update sales.order_items set order_id = ${ids.o2} where order_id = ${ids.o} and product_id = ${ids.p}`,
+    ],
+  },
+  {
+    what: "the item of the case's product changes product",
+    sql: (ids) => [`update sales.order_items set product_id = 3 where order_id = ${ids.o} and product_id = ${ids.p}`],
+  },
+  otherHomeItemDeleted,
+];
+
 // Order writers against the hourly rollup: o and o2 lie in the same UTC hour.
 const hourly: Pair[] = [
   {
@@ -362,6 +425,12 @@ const sameOrder: Pair[] = [refund, dayMove].map((child) => ({
 const PAIRS: Pair[] = [
   ...orderChanges.flatMap((parent) => items.map((child) => ({ rollup: 'product_days', parent, child }))),
   ...orders.map((child) => ({ rollup: 'region_days', parent: customerMove, child })),
+  ...[...items, ...productItems, ...orderChanges].map((child) => ({
+    rollup: 'category_days',
+    parent: categoryChange,
+    child,
+  })),
+  ...items.map((child) => ({ rollup: 'category_days', parent: otherHomeItemDeleted, child })),
   ...hourly,
   ...sameOrder,
 ];
@@ -412,12 +481,14 @@ describe('item 1: writers at different isolation levels', () => {
   // SERIALIZABLE protects only transactions that are all SERIALIZABLE: with a READ COMMITTED writer
   // beside it, a SERIALIZABLE one is as exposed as a REPEATABLE READ one.
   for (const level of ['repeatable read', 'serializable'] as const) {
-    it(`item 1: a change of an order or customer at ${level}, on a snapshot older than a row added to it at read committed, is refused`, async () => {
+    it(`item 1: a change of an order, customer or product at ${level}, on a snapshot older than a row added to it at read committed, is refused`, async () => {
       const ids = await setUp();
       const [addItem, refund] = [items[0]!.sql(ids), orderChanges[0]!.sql(ids)];
       expect(await onOlderSnapshot(level, addItem, refund, 'read committed')).toBe('40001');
       const [placeOrder, move] = [orders[0]!.sql(ids), customerMove.sql(ids)];
       expect(await onOlderSnapshot(level, placeOrder, move, 'read committed')).toBe('40001');
+      const [addItemOfProduct, recategorize] = [productItems[0]!.sql(ids), categoryChange.sql(ids)];
+      expect(await onOlderSnapshot(level, addItemOfProduct, recategorize, 'read committed')).toBe('40001');
       expect(await differences(ids)).toEqual([]);
     });
   }
@@ -445,6 +516,22 @@ describe('item 1: what the rollups cost writers at each isolation level', () => 
       ];
       expect(await onOlderSnapshot(level, quantity(1), quantity(3))).toBe('committed');
       expect(await onOlderSnapshot(level, addItem(ids.o, 2), addItem(ids.o2, 3))).toBe('committed');
+      expect(await differences(ids)).toEqual([]);
+    });
+
+    it(`item 1: at ${level}, two transactions adding items of one product to different orders, or changing two items of one category in one order, ${level === 'read committed' ? 'both commit' : 'cannot both commit: the later gets 40001'}`, async () => {
+      const ids = await setUp();
+      // Orders of different statuses: no rollup row in common, only the product.
+      expect(await onOlderSnapshot(level, addItem(ids.o, 3), addItem(ids.o2, 3))).toBe(
+        level === 'read committed' ? 'committed' : '40001',
+      );
+      // Products 1 and p, both Home: the order's row for Home, and the rollup's.
+      const quantity = (product: number): string[] => [
+        `update sales.order_items set quantity = 4 where order_id = ${ids.o} and product_id = ${product}`,
+      ];
+      expect(await onOlderSnapshot(level, quantity(1), quantity(ids.p))).toBe(
+        level === 'read committed' ? 'committed' : '40001',
+      );
       expect(await differences(ids)).toEqual([]);
     });
   }
@@ -475,11 +562,15 @@ describe('item 1: the touch that makes a parent write on an older snapshot fail'
     const { rows } = await scratch.admin.query<Version>(
       `select 'order ' || id as what, xmin::text from sales.orders where id in ($1, $2)
        union all select 'customer ' || id, xmin::text from sales.customers where id in ($3, $4)
+       union all select 'product ' || id, xmin::text from sales.products where id in (1, 2, 3, $7)
+       union all select 'product_touches ' || product_id, xmin::text from sales.product_touches where product_id in (1, 2, 3, $7)
        union all select 'order_hours ' || hour || ' ' || status, xmin::text from sales.order_hours where hour >= $5 and hour < $6
        union all select 'product_days ' || day || ' ' || product_id || ' ' || status, xmin::text from sales.product_days where day >= $5 and day < $6
        union all select 'region_days ' || day || ' ' || region || ' ' || status, xmin::text from sales.region_days where day >= $5 and day < $6
+       union all select 'category_days ' || day || ' ' || category || ' ' || status, xmin::text from sales.category_days where day >= $5 and day < $6
+       union all select 'order_categories ' || order_id || ' ' || category, xmin::text from sales.order_categories where order_id in ($1, $2)
        order by 1`,
-      [ids.o, ids.o2, ids.c, ids.c2, `${ids.dayA}T00:00:00Z`, `${ids.dayC}T00:00:00Z`],
+      [ids.o, ids.o2, ids.c, ids.c2, `${ids.dayA}T00:00:00Z`, `${ids.dayC}T00:00:00Z`, ids.p],
     );
     return rows;
   }
@@ -500,13 +591,16 @@ describe('item 1: the touch that makes a parent write on an older snapshot fail'
   const changed = (before: Version[], after: Version[]): string[] =>
     after.filter((row) => before.some((b) => b.what === row.what && b.xmin !== row.xmin)).map((row) => row.what);
 
-  it('item 1: an item added makes a new version of its order, and an order placed one of its customer, and nothing more', async () => {
+  it("item 1: an item added makes a new version of its order and of its product's touch, and an order placed one of its customer, and nothing more", async () => {
     const ids = await setUp();
+    // Product 3's touch is there before (only versions of rows that were there are compared).
+    await scratch.admin.query(`insert into sales.order_items values (${ids.o2}, 3, 1, 7.25)`);
     let before = await versions(ids);
     await asWriter(`insert into sales.order_items values (${ids.o}, 3, 1, 7.25)`);
     let after = await versions(ids);
-    // The order only: not the hour's or the region's rows, nor the rows of the order's other products.
-    expect(changed(before, after)).toEqual([`order ${ids.o}`]);
+    // The order and the product's touch only: not the product itself, the hour's or the region's rows,
+    // nor the rows of the order's other products and categories.
+    expect(changed(before, after)).toEqual([`order ${ids.o}`, 'product_touches 3']);
 
     before = after;
     await asWriter(
@@ -515,12 +609,14 @@ describe('item 1: the touch that makes a parent write on an older snapshot fail'
     after = await versions(ids);
     expect(changed(before, after)).toEqual([`customer ${ids.c}`]);
 
-    // Changes that point no row at another order or customer touch none: only o2 itself is new.
+    // Changes that point no row at another order, customer or product touch none: only o2 itself is new.
     before = after;
     await scratch.admin.query(`update sales.order_items set quantity = 3 where order_id = ${ids.o} and product_id = 1`);
     await scratch.admin.query(`update sales.orders set status = 'shipped' where id = ${ids.o2}`);
     after = await versions(ids);
-    expect(changed(before, after).filter((what) => /^(order|customer) /.test(what))).toEqual([`order ${ids.o2}`]);
+    expect(changed(before, after).filter((what) => /^(order|customer|product|product_touches) /.test(what))).toEqual([
+      `order ${ids.o2}`,
+    ]);
     expect(await differences(ids)).toEqual([]);
   });
 });

@@ -191,6 +191,8 @@ describe('the sales pack and the support desk together', () => {
   it('a reader that reads both is refused to a server of one of them: it reads more than that pack', async () => {
     const { code, stdout } = await runCli(['doctor'], { DATABASE_URL: readerUrl, QUERYGATE_PACKS: SUPPORT_PACK });
     expect(code).toBe(1);
-    expect(stdout).toMatch(/^\s*FAIL\s+reads nothing outside the support_reporting schema\s+\(reporting\.customers, /m);
+    expect(stdout).toMatch(
+      /^\s*FAIL\s+reads nothing outside the support_reporting schema\s+\((reporting\.\w+, )*reporting\.customers, /m,
+    );
   });
 });
