@@ -1,6 +1,7 @@
 /**
- * The sales pack's range SQL: orders, the hourly rollup, and net items and regions cut across whole
- * UTC days so that the daily rollups answer most of a range. Every value travels as a bind parameter.
+ * The sales pack's range SQL: orders, the hourly rollup, and net items, regions and categories cut
+ * across whole UTC days so that the daily rollups answer most of a range. Every value travels as a
+ * bind parameter.
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { acrossUtcDays, startOfDay } from '../src/db/range-sql.js';
@@ -99,5 +100,41 @@ export function netOrdersByRegionInRange(db: Kysely<ReportingDatabase>, range: R
           sql<string>`1::bigint`.as('order_count'),
           sql<string>`${eb.ref('o.total_amount')}`.as('total_amount'),
         ]),
+  );
+}
+
+/**
+ * Net sales in the range, as (category, currency, order_count, revenue) parts to be summed per
+ * category and currency: the whole UTC days from the daily category rollup, the hours around them
+ * from the items. An order lies in one part only, so each part counts its distinct orders and the
+ * parts add up.
+ */
+export function netCategoriesInRange(db: Kysely<ReportingDatabase>, range: ResolvedRange, timeZone: string) {
+  return acrossUtcDays(
+    range,
+    timeZone,
+    (first, last) =>
+      db
+        .selectFrom('reporting.category_days as k')
+        .where('k.day', '>=', first)
+        .where('k.day', '<', last)
+        .where('k.status', 'not in', NON_REVENUE_STATUSES)
+        .select((eb) => [
+          'k.category',
+          'k.currency',
+          sql<string>`${eb.ref('k.order_count')}`.as('order_count'),
+          sql<string>`${eb.ref('k.revenue')}`.as('revenue'),
+        ]),
+    (from, to) =>
+      netOrdersBetween(db, from, to)
+        .innerJoin('reporting.order_items as oi', 'oi.order_id', 'o.id')
+        .innerJoin('reporting.products as p', 'p.id', 'oi.product_id')
+        .select((eb) => [
+          'p.category',
+          'o.currency',
+          sql<string>`count(distinct ${eb.ref('o.id')})`.as('order_count'),
+          sql<string>`sum(${eb.ref('oi.quantity')} * ${eb.ref('oi.unit_price')})`.as('revenue'),
+        ])
+        .groupBy(['p.category', 'o.currency']),
   );
 }

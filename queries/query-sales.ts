@@ -19,15 +19,31 @@
  * however many orders there are.
  * By region, the whole UTC days of the range come from the daily rollup "reporting"."region_days"
  * (orders and amounts per day, customer region, status and currency) and the hours around them from
- * the orders joined to "reporting"."customers" (see netOrdersByRegionInRange). By category the sums
- * run over "reporting"."order_items" joined to "reporting"."products", counting distinct orders.
+ * the orders joined to "reporting"."customers" (see netOrdersByRegionInRange). By category, likewise
+ * from "reporting"."category_days" (orders holding an item of the category, and the items' revenue,
+ * per day, category, status and currency) and from the items of the hours around them:
+ *   select "parts"."category" as "group_key", "parts"."currency",
+ *          sum("parts"."order_count") as "order_count", round(sum("parts"."revenue"), 2) as "revenue",
+ *          round(sum("parts"."revenue") / sum("parts"."order_count"), 2) as "avg_order_value"
+ *   from (select "k"."category", "k"."currency", "k"."order_count", "k"."revenue" from "reporting"."category_days" as "k"
+ *          where "k"."day" >= <first UTC midnight in range> and "k"."day" < <last one> and "k"."status" not in (..)
+ *         union all
+ *         select "p"."category", "o"."currency", count(distinct "o"."id"), sum("oi"."quantity" * "oi"."unit_price")
+ *           from "reporting"."orders" as "o" inner join "reporting"."order_items" as "oi" on "oi"."order_id" = "o"."id"
+ *                inner join "reporting"."products" as "p" on "p"."id" = "oi"."product_id"
+ *          where "o"."ordered_at" >= <range start> and "o"."ordered_at" < <first UTC midnight> and "o"."status" not in (..)
+ *          group by "p"."category", "o"."currency"
+ *         union all <the same, from the last UTC midnight to the range end>) as "parts"
+ *   group by "parts"."category", "parts"."currency"
+ *   order by "parts"."currency", "revenue" desc, "group_key" limit $n
+ * An order lies in one UTC day and one part, so the distinct orders of each add up (see netCategoriesInRange).
  * Periods are listed in time order, each period's currencies alphabetically; regions and categories
  * currency by currency, by revenue within each (revenues in two currencies do not compare).
  */
 import { sql } from 'kysely';
 import { z } from 'zod';
 import { defineTemplate } from '../pack/kit.js';
-import { netOrdersByRegionInRange, orderHoursInRange, ordersInRange } from '../pack/range-sql.js';
+import { netCategoriesInRange, netOrdersByRegionInRange, orderHoursInRange, ordersInRange } from '../pack/range-sql.js';
 import { NON_REVENUE_STATUSES } from '../pack/statuses.js';
 import { localPeriodOf, rollupCovers, type Period } from '../src/db/range-sql.js';
 import { oneOf } from '../src/lib/arguments.js';
@@ -130,7 +146,12 @@ export const querySales = defineTemplate({
     group_key: { type: 'text', source: 'computed', treatment: 'plain' },
     currency: {
       type: 'text',
-      source: ['reporting.orders.currency', 'reporting.order_hours.currency', 'reporting.region_days.currency'],
+      source: [
+        'reporting.orders.currency',
+        'reporting.order_hours.currency',
+        'reporting.region_days.currency',
+        'reporting.category_days.currency',
+      ],
       treatment: 'plain',
     },
     order_count: { type: 'integer', source: 'computed', treatment: 'plain' },
@@ -158,20 +179,19 @@ export const querySales = defineTemplate({
           .orderBy('revenue', 'desc')
           .orderBy('group_key');
       case 'category':
-        return orders
-          .innerJoin('reporting.order_items as oi', 'oi.order_id', 'o.id')
-          .innerJoin('reporting.products as p', 'p.id', 'oi.product_id')
+        return db
+          .selectFrom(netCategoriesInRange(db, range, ctx.timeZone).as('parts'))
           .select((eb) => [
-            'p.category as group_key',
-            'o.currency',
-            sql<string>`count(distinct ${eb.ref('o.id')})`.as('order_count'),
-            sql<string>`round(sum(${eb.ref('oi.quantity')} * ${eb.ref('oi.unit_price')}), 2)`.as('revenue'),
-            sql<string>`round(sum(${eb.ref('oi.quantity')} * ${eb.ref('oi.unit_price')}) / count(distinct ${eb.ref('o.id')}), 2)`.as(
+            'parts.category as group_key',
+            'parts.currency',
+            sql<string>`sum(${eb.ref('parts.order_count')})`.as('order_count'),
+            sql<string>`round(sum(${eb.ref('parts.revenue')}), 2)`.as('revenue'),
+            sql<string>`round(sum(${eb.ref('parts.revenue')}) / sum(${eb.ref('parts.order_count')}), 2)`.as(
               'avg_order_value',
             ),
           ])
-          .groupBy(['p.category', 'o.currency'])
-          .orderBy('o.currency')
+          .groupBy(['parts.category', 'parts.currency'])
+          .orderBy('parts.currency')
           .orderBy('revenue', 'desc')
           .orderBy('group_key');
       default: {

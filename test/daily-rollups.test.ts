@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { templates } from '../queries/index.js';
 import { createCompiler } from '../src/db/connect.js';
 import { startHarness, structured, type Harness } from './support/harness.js';
+import type { SalesRow } from './support/sales-data.js';
 import { createScratchDatabase, type ScratchDatabase } from './support/scratch.js';
 
 let scratch: ScratchDatabase;
@@ -31,6 +32,28 @@ afterAll(async () => {
   for (const harness of harnesses.values()) await harness.close();
   await scratch.drop();
 });
+
+/**
+ * That a tool reads the whole UTC days of a range from a rollup: a row of it changed behind the
+ * triggers (`change`) shows in the answer (`check`), and the rollup's rebuild takes the answer back.
+ */
+async function readsTheRollup<Answer>(
+  rollup: string,
+  answer: () => Promise<Answer>,
+  change: (before: Answer) => Promise<unknown>,
+  check: (before: Answer, after: Answer) => void,
+): Promise<void> {
+  const before = await answer();
+  await change(before);
+  try {
+    check(before, await answer());
+  } finally {
+    await scratch.admin.query(`select sales.${rollup}_rebuild()`);
+  }
+  expect(await answer()).toEqual(before);
+}
+
+const march10 = { start_date: '2025-03-10', end_date: '2025-03-10' };
 
 interface Row {
   day: string;
@@ -94,21 +117,17 @@ describe('top products through the daily rollup', () => {
   }
 
   it('read whole UTC days from the rollup: a rollup changed behind the triggers shows in the answer', async () => {
-    const range = { start_date: '2025-03-10', end_date: '2025-03-10' };
-    const before = await served(range, 'UTC');
-    const top = before[0]!;
-    await scratch.admin.query(
-      `update sales.product_days set units = units + 1000
-        where day = '2025-03-10T00:00:00Z' and product_id = (select id from sales.products where sku = $1) and status = 'paid'`,
-      [top.sku],
+    await readsTheRollup(
+      'product_days',
+      () => served(march10, 'UTC'),
+      ([top]) =>
+        scratch.admin.query(
+          `update sales.product_days set units = units + 1000
+            where day = '2025-03-10T00:00:00Z' and product_id = (select id from sales.products where sku = $1) and status = 'paid'`,
+          [top!.sku],
+        ),
+      ([top], after) => expect(after.find((p) => p.sku === top!.sku)?.units).toBe(top!.units + 1000),
     );
-    try {
-      const after = await served(range, 'UTC');
-      expect(after.find((p) => p.sku === top.sku)?.units).toBe(top.units + 1000);
-    } finally {
-      await scratch.admin.query('select sales.product_days_rebuild()');
-    }
-    expect(await served(range, 'UTC')).toEqual(before);
   });
 });
 
@@ -162,6 +181,97 @@ async function categoryState(): Promise<{ rollup: string; kept: string; rows: nu
 async function expectCategoryRollupExact(): Promise<void> {
   expect(await categoryDifferences()).toEqual([]);
 }
+
+/** query_sales's rows by category, as its SQL returns them (text), before the registry shapes them. */
+interface CategorySales {
+  group_key: string;
+  currency: string;
+  order_count: string;
+  revenue: string;
+  avg_order_value: string;
+}
+
+/**
+ * Net sales by category computed from the items, as query_sales computed them before the rollup (the
+ * same expressions, so the same text), with the range read in the zone by PostgreSQL.
+ */
+async function categoriesFromItems(
+  range: { start_date: string; end_date: string },
+  timeZone: string,
+): Promise<CategorySales[]> {
+  const { rows } = await scratch.admin.query<CategorySales>(
+    `select p.category as group_key, o.currency, count(distinct o.id)::text as order_count,
+            round(sum(i.quantity * i.unit_price), 2)::text as revenue,
+            round(sum(i.quantity * i.unit_price) / count(distinct o.id), 2)::text as avg_order_value
+       from sales.orders o join sales.order_items i on i.order_id = o.id join sales.products p on p.id = i.product_id
+      where o.ordered_at >= ($1::timestamp at time zone $3)
+        and o.ordered_at < (($2::date + 1)::timestamp at time zone $3)
+        and o.status not in ('cancelled', 'refunded')
+      group by p.category, o.currency order by o.currency, sum(i.quantity * i.unit_price) desc, p.category`,
+    [range.start_date, range.end_date, timeZone],
+  );
+  return rows;
+}
+
+/** The template's own SQL for the range and zone, run through the admin connection: the text it yields. */
+async function categoriesCompiled(
+  range: { start_date: string; end_date: string },
+  timeZone: string,
+): Promise<CategorySales[]> {
+  const template = templates.find((t) => t.name === 'query_sales')!;
+  const args = template.input.parse({ ...range, group_by: 'category' });
+  const { sql, parameters } = template.query(createCompiler(), args, { timeZone }).limit(101).compile();
+  return (await scratch.admin.query<CategorySales>(sql, parameters as unknown[])).rows;
+}
+
+async function categoriesServed(
+  range: { start_date: string; end_date: string },
+  timeZone: string,
+): Promise<SalesRow[]> {
+  return structured<{ rows: SalesRow[] }>(
+    await harnesses.get(timeZone)!.call('query_sales', { ...range, group_by: 'category' }),
+  ).rows;
+}
+
+const asServed = (rows: CategorySales[]): SalesRow[] =>
+  rows.map((r) => ({
+    category: r.group_key,
+    currency: r.currency,
+    order_count: Number(r.order_count),
+    revenue: Number(r.revenue),
+    avg_order_value: Number(r.avg_order_value),
+  }));
+
+describe('sales by category through the daily rollup', () => {
+  for (const timeZone of ZONES) {
+    it(`give what the items give, to the digit, in ${timeZone}`, async () => {
+      for (const range of RANGES) {
+        const expected = await categoriesFromItems(range, timeZone);
+        expect(expected.length, JSON.stringify(range)).toBeGreaterThan(0);
+        const where = `${timeZone} ${JSON.stringify(range)}`;
+        expect(await categoriesCompiled(range, timeZone), where).toEqual(expected);
+        expect(await categoriesServed(range, timeZone), where).toEqual(asServed(expected));
+      }
+    });
+  }
+
+  it('read whole UTC days from the rollup: a rollup changed behind the triggers shows in the answer', async () => {
+    await readsTheRollup(
+      'category_days',
+      () => categoriesServed(march10, 'UTC'),
+      ([top]) =>
+        scratch.admin.query(
+          `update sales.category_days set order_count = order_count + 1000
+            where day = '2025-03-10T00:00:00Z' and category = $1 and currency = $2 and status = (
+              select status from sales.category_days where day = '2025-03-10T00:00:00Z' and category = $1
+                 and currency = $2 and status not in ('cancelled', 'refunded') limit 1)`,
+          [top!.category, top!.currency],
+        ),
+      ([top], after) =>
+        expect(after.find((r) => r.category === top!.category)?.order_count).toBe(top!.order_count + 1000),
+    );
+  });
+});
 
 describe('the daily category rollup', () => {
   it('agrees with the items after the seed, where orders hold several items of one category', async () => {
@@ -253,6 +363,12 @@ describe('the daily category rollup', () => {
       "update sales.orders set status = 'cancelled' where id in (select id from sales.orders where status = 'paid' and ordered_at >= '2025-04-01' order by id limit 20)",
     );
     await expectCategoryRollupExact();
+    // And so do the answers, in zones that read the edges from the items.
+    for (const timeZone of ['Europe/Berlin', 'Asia/Kolkata']) {
+      const expected = await categoriesFromItems(RANGES[0]!, timeZone);
+      expect(expected.some((r) => r.group_key === 'Stationery')).toBe(true);
+      expect(await categoriesServed(RANGES[0]!, timeZone), timeZone).toEqual(asServed(expected));
+    }
   });
 
   it('is rolled back with the transaction that changed the items or a category', async () => {
@@ -533,23 +649,19 @@ describe('sales by region through the daily rollup', () => {
   }
 
   it('read whole UTC days from the rollup: a rollup changed behind the triggers shows in the answer', async () => {
-    const range = { start_date: '2025-03-10', end_date: '2025-03-10' };
-    const before = await regionsServed(range, 'UTC');
-    const top = before[0]!;
-    await scratch.admin.query(
-      `update sales.region_days set order_count = order_count + 1000
-        where day = '2025-03-10T00:00:00Z' and region = $1 and status = (
-          select status from sales.region_days where day = '2025-03-10T00:00:00Z' and region = $1
-             and status not in ('cancelled', 'refunded') limit 1)`,
-      [top.region],
+    await readsTheRollup(
+      'region_days',
+      () => regionsServed(march10, 'UTC'),
+      ([top]) =>
+        scratch.admin.query(
+          `update sales.region_days set order_count = order_count + 1000
+            where day = '2025-03-10T00:00:00Z' and region = $1 and status = (
+              select status from sales.region_days where day = '2025-03-10T00:00:00Z' and region = $1
+                 and status not in ('cancelled', 'refunded') limit 1)`,
+          [top!.region],
+        ),
+      ([top], after) => expect(after.find((r) => r.region === top!.region)?.order_count).toBe(top!.order_count + 1000),
     );
-    try {
-      const after = await regionsServed(range, 'UTC');
-      expect(after.find((r) => r.region === top.region)?.order_count).toBe(top.order_count + 1000);
-    } finally {
-      await scratch.admin.query('select sales.region_days_rebuild()');
-    }
-    expect(await regionsServed(range, 'UTC')).toEqual(before);
   });
 });
 

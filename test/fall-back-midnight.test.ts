@@ -20,7 +20,7 @@ beforeAll(async () => {
     "insert into sales.customers (id, name, email, phone, region) values (1, 'Ada Lovelace', 'ada@example.com', '+351 000', 'Europe'), (2, 'Bo Li', 'bo@example.com', '+53 000', 'Americas')",
   );
   await scratch.admin.query(
-    "insert into sales.products (id, sku, name, category, unit_price) values (1, 'SKU-1', 'Thing', 'Home', 1.00), (2, 'SKU-2', 'Other', 'Garden', 1.00)",
+    "insert into sales.products (id, sku, name, category, unit_price) values (1, 'SKU-1', 'Thing', 'Home', 1.00), (2, 'SKU-2', 'Other', 'Garden', 1.00), (3, 'SKU-3', 'Third', 'Home', 0.50)",
   );
   // An order every 20 minutes from 2025-10-24 to 2025-11-04 UTC, with amounts that tell them apart,
   // alternating products and customers.
@@ -31,6 +31,10 @@ beforeAll(async () => {
   await scratch.admin.query(`
     insert into sales.order_items (order_id, product_id, quantity, unit_price)
     select id, 1 + id % 2, id, 1.00 from sales.orders`);
+  // Every third order of product 1 holds a second Home item: it counts once in Home, by category.
+  await scratch.admin.query(`
+    insert into sales.order_items (order_id, product_id, quantity, unit_price)
+    select id, 3, 1, 0.50 from sales.orders where id % 6 = 0`);
   for (const zone of ZONES) harnesses[zone] = await startHarness({ readerUrl: scratch.readerUrl, timeZone: zone });
 });
 afterAll(async () => {
@@ -100,6 +104,42 @@ describe('item 2: a day whose midnight happens twice', () => {
       }),
     ).rows;
     expect(regions.reduce((sum, r) => sum + r.order_count, 0)).toBe(75);
+  });
+
+  it.each([
+    ['Atlantic/Azores', '2025-10-25', '2025-10-26', '2025-10-27'],
+    ['America/Havana', '2025-11-01', '2025-11-02', '2025-11-03'],
+    ['Asia/Kolkata', '2025-10-25', '2025-10-26', '2025-10-27'],
+    ['UTC', '2025-10-25', '2025-10-26', '2025-10-27'],
+  ])('item 2: %s by category counts each day as PostgreSQL dates its orders', async (zone, before, day, after) => {
+    for (const [start, end] of [
+      [before, before],
+      [day, day],
+      [after, after],
+      [before, after],
+    ]) {
+      const { rows } = await scratch.admin.query<{ category: string; n: string; revenue: string; avg: string }>(
+        `select p.category, count(distinct o.id) as n, round(sum(i.quantity * i.unit_price), 2) as revenue,
+                round(sum(i.quantity * i.unit_price) / count(distinct o.id), 2) as avg
+           from sales.orders o join sales.order_items i on i.order_id = o.id join sales.products p on p.id = i.product_id
+          where (o.ordered_at at time zone $1)::date between $2 and $3
+          group by p.category order by sum(i.quantity * i.unit_price) desc, p.category`,
+        [zone, start, end],
+      );
+      expect(rows.length).toBe(2);
+      const served = structured<{ rows: Array<Record<string, unknown>> }>(
+        await harnesses[zone]!.call('query_sales', { start_date: start, end_date: end, group_by: 'category' }),
+      ).rows;
+      expect(served, `${zone} ${start}..${end}`).toEqual(
+        rows.map((r) => ({
+          category: r.category,
+          currency: 'USD',
+          order_count: Number(r.n),
+          revenue: Number(r.revenue),
+          avg_order_value: Number(r.avg),
+        })),
+      );
+    }
   });
 
   it('item 2: the echo names the instant the SQL cut at', async () => {
