@@ -26,9 +26,9 @@ beforeAll(async () => {
 });
 afterAll(() => removeScratch(work, dataDir));
 
-/** The sources whose compiled JavaScript the package must ship: src/, the sales pack (pack/, queries/, migrations/). */
+/** The sources whose compiled JavaScript the package must ship: src/, the sales pack (pack/, queries/, reports/, migrations/). */
 function sources(): string[] {
-  return ['src', 'pack', 'queries', 'migrations'].flatMap((dir) =>
+  return ['src', 'pack', 'queries', 'reports', 'migrations'].flatMap((dir) =>
     readdirSync(dir, { recursive: true, encoding: 'utf8' })
       .filter((file) => file.endsWith('.ts'))
       .map((file) => `${dir}/${file}`),

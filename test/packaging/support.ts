@@ -10,6 +10,7 @@ import { StdioClientTransport, type StdioServerParameters } from '@modelcontextp
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { expect } from 'vitest';
 import { templates } from '../../queries/index.js';
+import { reports } from '../../reports/index.js';
 import { eventually } from '../support/scratch.js';
 
 export const packageJson = JSON.parse(readFileSync('package.json', 'utf8')) as {
@@ -85,7 +86,7 @@ export async function expectServes(
     await client.connect(transport);
     expect(client.getServerVersion()).toMatchObject({ name: 'querygate', version: packageJson.version });
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(templates.map((t) => t.name).sort());
+    expect(tools.map((t) => t.name).sort()).toEqual([...templates, ...reports].map((t) => t.name).sort());
     const result = (await client.callTool({
       name: 'query_order_count',
       arguments: { start_date: monthAgo, end_date: today },
