@@ -18,7 +18,8 @@ import { MAX_ROWS } from '../src/lib/arguments.js';
 import { changeOf } from '../src/lib/comparison.js';
 import { count, currency, money } from '../src/lib/result-shape.js';
 import { isoWeekOf, resolveWeek, weekArgument } from '../src/lib/weeks.js';
-import { defineReport } from '../src/reports.js';
+import { defineReport, type ReportAnswer } from '../src/reports.js';
+import { trendMarkdown } from './trend-markdown.js';
 
 const DAY_MS = 86_400_000;
 const shift = (day: string, days: number): string =>
@@ -69,6 +70,8 @@ const output = z.object({
   rows: z.array(weekRow).describe('One row per week and currency, weeks in time order, currencies alphabetically'),
 });
 type Output = z.infer<typeof output>;
+/** The report as a call returns it. */
+export type SalesTrendReport = ReportAnswer<Output>;
 
 /** The ranges, each of at most WEEKS_PER_QUERY whole weeks, that the trend is read in. */
 export function trendChunks(start: string, weeks: number): { start_date: string; end_date: string }[] {
@@ -93,6 +96,8 @@ export const salesTrendReport = defineReport({
   examples: [{ weeks: 12 }, { weeks: 52, through_week: '2025-W26' }],
   output,
   uses: [querySales],
+  command: 'trend',
+  render: { markdown: trendMarkdown },
   // One week more than asked for, read first, gives the first week its change too.
   steps: (args) => Math.ceil((args.weeks + 1) / WEEKS_PER_QUERY),
   build: async (run, args, ctx): Promise<Output> => {

@@ -2,22 +2,14 @@
  * The weekly sales report as Markdown: what `querygate://reports/weekly/{week}` reads and what
  * `querygate report weekly --format md` writes. Every figure is the JSON report's own, only laid out.
  */
+import { signed } from '../src/render/figures.js';
+import { markdownTable as table } from '../src/render/markdown.js';
 import type { WeeklySalesReport } from './weekly-sales-report.js';
 
 type Report = WeeklySalesReport;
 
-const cell = (value: unknown): string =>
-  value === null || value === undefined ? '–' : String(value).replaceAll('|', '\\|').replaceAll('\n', ' ');
-const signed = (value: number | null, unit: string): string =>
-  value === null ? '–' : `${value > 0 ? '+' : ''}${value}${unit}`;
-
-function table(head: readonly string[], rows: readonly (readonly unknown[])[]): string {
-  if (rows.length === 0) return '_None._\n';
-  const line = (cells: readonly unknown[]): string => `| ${cells.map(cell).join(' | ')} |`;
-  return [line(head), line(head.map(() => '---')), ...rows.map(line)].join('\n') + '\n';
-}
-
-const METRIC_NAMES: Record<string, string> = {
+/** What each figure of the report is called where a person reads it. */
+export const METRIC_NAMES: Readonly<Record<string, string>> = {
   revenue: 'Net revenue',
   order_count: 'Orders placed',
   avg_order_value: 'Average order value',

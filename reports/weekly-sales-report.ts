@@ -20,8 +20,9 @@ import { queryTopProducts } from '../queries/query-top-products.js';
 import { changeOf } from '../src/lib/comparison.js';
 import { resolveWeek, weekArgument } from '../src/lib/weeks.js';
 import { count, currency, money } from '../src/lib/result-shape.js';
-import { defineReport, type RunTemplate, type TemplateAnswer } from '../src/reports.js';
+import { defineReport, type ReportAnswer, type RunTemplate, type TemplateAnswer } from '../src/reports.js';
 import { notableDays, NOTABLE_RULE } from './notable-days.js';
+import { weeklyMarkdown } from './weekly-markdown.js';
 
 const DAY_MS = 86_400_000;
 const shift = (day: string, days: number): string =>
@@ -126,7 +127,7 @@ const output = z.object({
 });
 type Output = z.infer<typeof output>;
 /** The report as a call returns it. */
-export type WeeklySalesReport = Output & { readonly data_as_of: string };
+export type WeeklySalesReport = ReportAnswer<Output>;
 
 type SalesAnswer = TemplateAnswer<typeof querySales>;
 type SalesRow = SalesAnswer['rows'][number];
@@ -182,6 +183,8 @@ export const weeklySalesReport = defineReport({
   output,
   uses: [querySales, queryOrderCount, queryTopProducts],
   steps: () => 12,
+  command: 'weekly',
+  render: { markdown: weeklyMarkdown },
   build: async (run, args, ctx): Promise<Output> => {
     // A week that has not begun is refused, naming the field.
     const week = resolveWeek(args.week, ctx.today);

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-/** The `querygate` command: serve (stdio or HTTP), doctor, migrate, seed. */
+/** The `querygate` command: serve (stdio or HTTP), report, doctor, migrate, seed. */
 import './node-compat.js'; // first: before pg is loaded
 import { createServer as createNetServer } from 'node:net';
 import { parseArgs } from 'node:util';
@@ -17,6 +17,7 @@ import {
 } from './db/doctor.js';
 import { defaultDataDir, startEmbedded } from './db/embedded.js';
 import { prepareDatabase } from './db/prepare.js';
+import { reportCommand } from './report-cli.js';
 import { scaffoldQuery } from './scaffold.js';
 import { ConfigError } from './errors.js';
 import { todayUtc, yesterdayUtc } from './lib/date-range.js';
@@ -35,6 +36,10 @@ const USAGE = `Usage:
                                          MCP over Streamable HTTP at /mcp
   querygate serve ... --allow-unsafe-role
                                          serve even if the reader role fails the safety check
+  querygate report <name> [--<argument> VALUE ...] [--format md|json|html] [--out FILE]
+                                         run one of the served reports once (weekly, trend: querygate
+                                         report --help lists them) as the reader role, for cron; exits 2
+                                         when an argument is refused, 1 when the database fails
   querygate doctor                       check that the reader role is safe, and EXPLAIN each tool over
                                          its widest arguments; exits 1 when unsafe or over a pack's ceiling
   querygate migrate                      apply the packs' migrations (ADMIN_DATABASE_URL, or the
@@ -52,6 +57,11 @@ embedded PostgreSQL in QUERYGATE_DATA_DIR (default ${defaultDataDir()}), migrati
 seeding it on first start.`;
 
 async function main(argv: string[]): Promise<void> {
+  // The report command reads options of its own, from the report it runs.
+  if (argv[0] === 'report') {
+    process.exitCode = await reportCommand(argv.slice(1));
+    return;
+  }
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,

@@ -26,6 +26,21 @@ export interface ReportContext extends QueryContext {
   readonly nowMs: number;
 }
 
+/** A report's answer as a call returns it: its output, with the registry's data_as_of. */
+export type ReportAnswer<Output> = Output & { readonly data_as_of: string };
+
+/**
+ * A report laid out for a person, from its answer alone: every figure is the answer's own. The
+ * report command (src/report-cli.ts) finds them here, so the engine needs no pack's renderers; the
+ * helpers they are written with are in src/render/.
+ */
+export interface ReportRenderers<Output> {
+  /** Markdown: for a terminal, a mail or a resource. */
+  markdown?(answer: ReportAnswer<Output>): string;
+  /** One HTML page that fetches nothing and prints (src/render/html.ts). */
+  html?(answer: ReportAnswer<Output>): string;
+}
+
 /** A tool built from templates: its contract, the templates it runs, and how it builds its answer. */
 export interface ReportTemplate<Args, Output extends Record<string, unknown>> extends ToolContract<Args, Output> {
   /** Every template the report runs: it is served only beside them. */
@@ -37,6 +52,12 @@ export interface ReportTemplate<Args, Output extends Record<string, unknown>> ex
    * fix and comes back naming the field.
    */
   readonly build: (run: RunTemplate, args: Args, ctx: ReportContext) => Promise<Output>;
+  /**
+   * The word `querygate report <command>` runs it by ("weekly"): lower case, unique among the served
+   * reports. A report without one is a tool only.
+   */
+  readonly command?: string;
+  readonly render?: ReportRenderers<Output>;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -1,0 +1,27 @@
+/**
+ * Markdown for reports: tables whose cells hold what they are given and nothing more. A value read
+ * from the database (a name, a category) may hold any character; escaped, it can neither end its cell
+ * nor become markup, a link or HTML in whatever renders the text.
+ */
+
+/** Text as Markdown that shows it as it is: its punctuation backslash-escaped, its lines joined. */
+export function markdownText(text: string): string {
+  return text.replace(/[\\`*_[\]<>|&~]/g, '\\$&').replace(/\s*[\r\n]+\s*/g, ' ');
+}
+
+/** A table cell: a number as JSON writes it, text escaped, and a dash for no value. */
+export function markdownCell(value: string | number | null | undefined): string {
+  if (value === null || value === undefined) return '–';
+  return typeof value === 'number' ? String(value) : markdownText(value);
+}
+
+/** A table, or a line saying there is nothing to show. */
+export function markdownTable(
+  head: readonly string[],
+  rows: readonly (readonly (string | number | null | undefined)[])[],
+): string {
+  if (rows.length === 0) return '_None._\n';
+  const line = (cells: readonly (string | number | null | undefined)[]): string =>
+    `| ${cells.map(markdownCell).join(' | ')} |`;
+  return [line(head), line(head.map(() => '---')), ...rows.map(line)].join('\n') + '\n';
+}
