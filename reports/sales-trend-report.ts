@@ -19,6 +19,7 @@ import { changeOf } from '../src/lib/comparison.js';
 import { count, currency, money } from '../src/lib/result-shape.js';
 import { isoWeekOf, resolveWeek, weekArgument } from '../src/lib/weeks.js';
 import { defineReport, type ReportAnswer } from '../src/reports.js';
+import { trendHtml } from './trend-html.js';
 import { trendMarkdown } from './trend-markdown.js';
 
 const DAY_MS = 86_400_000;
@@ -97,7 +98,7 @@ export const salesTrendReport = defineReport({
   output,
   uses: [querySales],
   command: 'trend',
-  render: { markdown: trendMarkdown },
+  render: { markdown: trendMarkdown, html: trendHtml },
   // One week more than asked for, read first, gives the first week its change too.
   steps: (args) => Math.ceil((args.weeks + 1) / WEEKS_PER_QUERY),
   build: async (run, args, ctx): Promise<Output> => {

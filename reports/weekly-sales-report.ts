@@ -22,6 +22,7 @@ import { resolveWeek, weekArgument } from '../src/lib/weeks.js';
 import { count, currency, money } from '../src/lib/result-shape.js';
 import { defineReport, type ReportAnswer, type RunTemplate, type TemplateAnswer } from '../src/reports.js';
 import { notableDays, NOTABLE_RULE } from './notable-days.js';
+import { weeklyHtml } from './weekly-html.js';
 import { weeklyMarkdown } from './weekly-markdown.js';
 
 const DAY_MS = 86_400_000;
@@ -184,7 +185,7 @@ export const weeklySalesReport = defineReport({
   uses: [querySales, queryOrderCount, queryTopProducts],
   steps: () => 12,
   command: 'weekly',
-  render: { markdown: weeklyMarkdown },
+  render: { markdown: weeklyMarkdown, html: weeklyHtml },
   build: async (run, args, ctx): Promise<Output> => {
     // A week that has not begun is refused, naming the field.
     const week = resolveWeek(args.week, ctx.today);

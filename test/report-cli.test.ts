@@ -120,6 +120,51 @@ describe('querygate report weekly', () => {
     expect(tableLines.join('\n')).not.toMatch(/(?<!\\)[<>]/);
   });
 
+  it('--format html --out FILE writes one page that names nothing to load, every name escaped', async () => {
+    const out = join(dir, 'week.html');
+    const run = await report(['weekly', '--week', '2025-W24', '--format', 'html', '--out', out]);
+    expect(run).toEqual({ code: 0, stdout: '', stderr: '' });
+    const page = readFileSync(out, 'utf8');
+    expect(page).toMatch(
+      /^<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<meta http-equiv="Content-Security-Policy" content="default-src &#39;none&#39;; style-src &#39;sha256-[A-Za-z0-9+/]{43}=&#39;; base-uri &#39;none&#39;; form-action &#39;none&#39;">\n/,
+    );
+    // Only these elements: no script, image, link, frame or second stylesheet, whatever the names held.
+    const elements = new Set([...page.matchAll(/<\/?([a-zA-Z][a-zA-Z0-9-]*)/g)].map((m) => m[1]!.toLowerCase()));
+    expect([...elements].sort()).toEqual([
+      'body',
+      'caption',
+      'desc',
+      'div',
+      'figure',
+      'footer',
+      'g',
+      'h1',
+      'h2',
+      'head',
+      'header',
+      'html',
+      'line',
+      'meta',
+      'p',
+      'rect',
+      'section',
+      'style',
+      'svg',
+      'table',
+      'tbody',
+      'td',
+      'text',
+      'th',
+      'thead',
+      'title',
+      'tr',
+    ]);
+    expect(page.match(/<style>/g)).toHaveLength(1);
+    expect(page).toContain('Mug | &lt;img src=x onerror=alert(1)&gt; *bold* _em_ &amp; &quot;quoted&quot;');
+    expect(page).toContain('&lt;script&gt;alert(&quot;category&quot;)&lt;/script&gt;');
+    expect(page).not.toMatch(/<[^>]*\s(href|src|srcset|action|style|on[a-z]+)=/i);
+  });
+
   it('takes --week last and this, resolved on the day it is in the reporting time zone', async () => {
     const today = new Date().toISOString().slice(0, 10);
     const lastWeek = isoWeekOf(new Date(Date.now() - 7 * 86_400_000).toISOString().slice(0, 10));
@@ -137,7 +182,7 @@ describe('querygate report weekly', () => {
       'querygate report: week: "2025-W60" is not a week; give an ISO week such as 2026-W48, a day inside the week (YYYY-MM-DD), last_week or this_week\n',
     );
     const next = isoWeekOf(new Date(Date.now() + 7 * 86_400_000).toISOString().slice(0, 10));
-    const future = await report(['weekly', '--week', next.week, '--format', 'md']);
+    const future = await report(['weekly', '--week', next.week, '--format', 'html']);
     expect(future).toMatchObject({ code: 2, stdout: '' });
     expect(future.stderr).toMatch(
       new RegExp(
@@ -165,8 +210,8 @@ describe('querygate report weekly', () => {
   });
 
   it('fails with exit code 1 and one line when the database is unreachable, and writes no --out file', async () => {
-    const out = join(dir, 'unreachable.md');
-    const run = await report(['weekly', '--week', '2025-W24', '--format', 'md', '--out', out], {
+    const out = join(dir, 'unreachable.html');
+    const run = await report(['weekly', '--week', '2025-W24', '--format', 'html', '--out', out], {
       DATABASE_URL: `postgres://querygate_reader:x@127.0.0.1:${await closedPort()}/sales`,
     });
     expect(run).toMatchObject({ code: 1, stdout: '' });

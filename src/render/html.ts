@@ -1,0 +1,146 @@
+/**
+ * HTML for reports: one page that holds everything it shows. Every value written into it is escaped
+ * unless it is markup the `markup` template made; the page's Content-Security-Policy lets it load
+ * nothing (no script, font, image or connection) but its own stylesheet, allowed by its hash; and it
+ * prints, with its tables beside its charts.
+ */
+import { createHash } from 'node:crypto';
+
+const ESCAPES: Readonly<Record<string, string>> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+};
+
+/** Text as HTML that shows it as it is, in an element or in a quoted attribute. */
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
+}
+
+/** Markup made by `markup`: the one kind of value written into a page as it is. */
+export class Markup {
+  constructor(readonly text: string) {}
+  toString(): string {
+    return this.text;
+  }
+}
+
+export type HtmlValue = Markup | string | number | null | undefined | false | readonly HtmlValue[];
+
+function written(value: HtmlValue): string {
+  if (value === null || value === undefined || value === false) return '';
+  if (value instanceof Markup) return value.text;
+  if (Array.isArray(value)) return value.map(written).join('');
+  return escapeHtml(String(value));
+}
+
+/**
+ * A template of HTML or SVG: each value put into it is escaped, unless `markup` made it. (Not named
+ * `html`, which Prettier would reformat as HTML, changing the text of elements.)
+ */
+export function markup(strings: TemplateStringsArray, ...values: readonly HtmlValue[]): Markup {
+  let text = strings[0]!;
+  values.forEach((value, k) => (text += written(value) + strings[k + 1]!));
+  return new Markup(text);
+}
+
+/** An element id from its parts ("daily", "USD" give "daily-usd"): lower-case letters, digits and dashes. */
+export function htmlId(...parts: readonly string[]): string {
+  return parts.map((part) => part.toLowerCase().replace(/[^a-z0-9]+/g, '-')).join('-');
+}
+
+export interface TableColumn {
+  readonly title: string;
+  /** Right-aligned, for figures. */
+  readonly numeric?: boolean;
+}
+
+/** A table of figures with its caption; a paragraph saying there is none when it has no rows. */
+export function htmlTable(table: {
+  readonly id: string;
+  readonly caption: string;
+  readonly columns: readonly TableColumn[];
+  readonly rows: readonly (readonly HtmlValue[])[];
+}): Markup {
+  if (table.rows.length === 0) return markup`<p class="empty" id="${table.id}">${table.caption}: none.</p>`;
+  const numeric = (k: number): Markup | undefined => (table.columns[k]?.numeric ? markup` class="num"` : undefined);
+  const head = table.columns.map((c, k) => markup`<th scope="col"${numeric(k)}>${c.title}</th>`);
+  const rows = table.rows.map(
+    (row) => markup`<tr>${row.map((cell, k) => markup`<td${numeric(k)}>${cell ?? '–'}</td>`)}</tr>\n`,
+  );
+  return markup`<table id="${table.id}">
+<caption>${table.caption}</caption>
+<thead><tr>${head}</tr></thead>
+<tbody>
+${rows}</tbody>
+</table>`;
+}
+
+/** The stylesheet of every report page; series colours stay apart in grey too, for printers. */
+const STYLE = `
+:root { --ink: #1b1f24; --muted: #57606a; --rule: #d0d7de; --head: #f3f5f7; --s0: #1f5fa8; --s1: #a7c1e0; }
+* { box-sizing: border-box; }
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
+  color: var(--ink); background: #fff; max-width: 76rem; margin: 0 auto; padding: 2rem 1.5rem 3rem; }
+h1 { font-size: 1.65rem; margin: 0 0 .3rem; }
+h2 { font-size: 1.2rem; margin: 2.2rem 0 .7rem; padding-bottom: .3rem; border-bottom: 1px solid var(--rule); }
+p { margin: .4rem 0; }
+.meta, .note, .empty { color: var(--muted); }
+.lead { font-size: 1.05rem; font-weight: 600; }
+.pair { display: grid; grid-template-columns: minmax(0, 1fr) auto; gap: 1.5rem; align-items: start;
+  margin-bottom: 1.2rem; }
+.pair th, .pair td { white-space: nowrap; }
+@media (max-width: 60rem) { .pair { grid-template-columns: minmax(0, 1fr); } }
+figure { margin: 0; }
+svg.chart { display: block; width: 100%; height: auto; font-family: inherit; }
+table { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nums; margin-bottom: 1rem; }
+caption { text-align: left; font-weight: 600; padding: 0 0 .4rem; }
+th, td { padding: .3rem .55rem; border-bottom: 1px solid var(--rule); text-align: left; vertical-align: top; }
+thead th { background: var(--head); font-weight: 600; }
+.num { text-align: right; white-space: nowrap; }
+.series-0 { --c: var(--s0); }
+.series-1 { --c: var(--s1); }
+.chart rect.bar, .chart circle.point, .chart rect.swatch { fill: var(--c); }
+.chart path.line { fill: none; stroke: var(--c); stroke-width: 2.5; }
+.chart .grid line { stroke: var(--rule); }
+.chart .zero { stroke: var(--muted); }
+.chart text { font-size: 12px; fill: var(--muted); }
+.chart text.legend { fill: var(--ink); }
+@media print {
+  body { max-width: none; padding: 0; font-size: 10pt; }
+  * { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
+  h2 { break-after: avoid; }
+  .pair, table, figure { break-inside: avoid; }
+  .pair { grid-template-columns: minmax(0, 1fr) auto; }
+  @page { margin: 1.5cm; }
+}
+`.trim();
+
+/** The policy of every report page: nothing may load, but the stylesheet above, by its hash. */
+export const REPORT_PAGE_POLICY = [
+  "default-src 'none'",
+  `style-src 'sha256-${createHash('sha256').update(STYLE).digest('base64')}'`,
+  "base-uri 'none'",
+  "form-action 'none'",
+].join('; ');
+
+/** A whole page around a report's body: one file to mail, keep or print, that fetches nothing. */
+export function htmlPage(page: { readonly title: string; readonly body: Markup; readonly lang?: string }): string {
+  return markup`<!doctype html>
+<html lang="${page.lang ?? 'en'}">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="${REPORT_PAGE_POLICY}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>${page.title}</title>
+<style>${new Markup(STYLE)}</style>
+</head>
+<body>
+${page.body}
+</body>
+</html>
+`.text;
+}
