@@ -297,19 +297,35 @@ export const weeklySalesReport = defineReport({
         (await run(querySales, { ...current, group_by: by })).rows,
         (await run(querySales, { ...lastWeek, group_by: by })).rows,
       ];
-      const earlier = new Map(beforeRows.map((r) => [`${r[by]}|${r.currency}`, r.revenue]));
-      return nowRows.map((r) => {
-        const last = earlier.get(`${r[by]}|${r.currency}`) ?? 0;
-        const { change_pct, change_note } = changeOf(r.revenue, last);
-        return {
-          key: r[by]!,
-          currency: r.currency,
-          revenue: r.revenue,
-          last_week_revenue: last,
-          change_pct,
-          ...(change_note ? { change_note } : {}),
-        };
-      });
+      // Every group that sold in either week: one that sold nothing this week shows its fall to 0.
+      const revenues = new Map<string, { key: string; currency: string; now: number; before: number }>();
+      const group = (r: SalesRow) => {
+        const id = `${r[by]}\u0000${r.currency}`;
+        const known = revenues.get(id) ?? { key: r[by]!, currency: r.currency, now: 0, before: 0 };
+        revenues.set(id, known);
+        return known;
+      };
+      for (const r of nowRows) group(r).now = r.revenue;
+      for (const r of beforeRows) group(r).before = r.revenue;
+      return [...revenues.values()]
+        .sort(
+          (a, b) =>
+            (a.currency < b.currency ? -1 : a.currency > b.currency ? 1 : 0) ||
+            b.now - a.now ||
+            b.before - a.before ||
+            (a.key < b.key ? -1 : 1),
+        )
+        .map(({ key, currency, now, before }) => {
+          const { change_pct, change_note } = changeOf(now, before);
+          return {
+            key,
+            currency,
+            revenue: now,
+            last_week_revenue: before,
+            change_pct,
+            ...(change_note ? { change_note } : {}),
+          };
+        });
     };
     const regions = (await segments('region')).map(({ key, ...figures }) => ({ region: key, ...figures }));
     const categories = (await segments('category')).map(({ key, ...figures }) => ({ category: key, ...figures }));
