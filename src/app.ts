@@ -9,7 +9,14 @@ import type { Config } from './config.js';
 import type { ConfigFile } from './config-file.js';
 import { contentOf } from './content.js';
 import { connectReader, redactUrl } from './db/connect.js';
-import { checkReaderSafety, formatReport, readerScopeOf, type SafetyCheck } from './db/doctor.js';
+import {
+  checkJobRoleSafety,
+  checkReaderSafety,
+  formatReport,
+  JOB_ROLE_CHECK,
+  readerScopeOf,
+  type SafetyCheck,
+} from './db/doctor.js';
 import { createReadinessProbe } from './db/readiness.js';
 import { zoneRulesAgreement, type ZoneRulesAgreement } from './db/zone-rules.js';
 import { ConfigError, classifyDatabaseError } from './errors.js';
@@ -75,6 +82,8 @@ export const STOP_GRACE_MS = 1000;
 
 export interface OpenDatabase {
   readonly readerUrl: string;
+  /** The job store's connection string (the job role); undefined when none is configured. */
+  readonly jobsUrl: string | undefined;
   /** The embedded database's own token key, made with its data folder. */
   readonly tokenKey: string | undefined;
   stop(): Promise<void>;
@@ -92,20 +101,31 @@ export async function openDatabase(
   signal?: AbortSignal,
 ): Promise<OpenDatabase> {
   if (config.databaseUrl !== undefined) {
-    return { readerUrl: config.databaseUrl, tokenKey: undefined, stop: async () => undefined };
+    return {
+      readerUrl: config.databaseUrl,
+      jobsUrl: config.jobsUrl,
+      tokenKey: undefined,
+      stop: async () => undefined,
+    };
   }
   const { defaultDataDir, startEmbedded } = await import('./db/embedded.js');
   const embedded = await startEmbedded(
     {
       dataDir: config.dataDir ?? defaultDataDir(),
       readerRole: config.readerRole,
+      jobsRole: config.jobsRole,
       packs,
       seedIfEmpty: { until: yesterdayUtc() },
       signal,
     },
     logger,
   );
-  return { readerUrl: embedded.readerUrl, tokenKey: embedded.tokenKey, stop: () => embedded.stop() };
+  return {
+    readerUrl: embedded.readerUrl,
+    jobsUrl: config.jobsUrl ?? embedded.jobsUrl,
+    tokenKey: embedded.tokenKey,
+    stop: () => embedded.stop(),
+  };
 }
 
 export interface AppOptions {
@@ -184,10 +204,13 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
       return;
     }
     const report = formatReport(target, checks, []);
+    const unsafe = checks.some((c) => !c.ok && !c.outsideDatabase && !c.name.startsWith(JOB_ROLE_CHECK))
+      ? 'reader role'
+      : 'job role';
     if (!options.allowUnsafeRole) {
-      throw new ConfigError(`the reader role is unsafe; refusing to serve (override: --allow-unsafe-role)\n${report}`);
+      throw new ConfigError(`the ${unsafe} is unsafe; refusing to serve (override: --allow-unsafe-role)\n${report}`);
     }
-    logger.error('UNSAFE READER ROLE: serving anyway because --allow-unsafe-role was given', {
+    logger.error(`UNSAFE ${unsafe.toUpperCase()}: serving anyway because --allow-unsafe-role was given`, {
       failed: checks.filter((c) => !c.ok && !c.outsideDatabase).map((c) => c.name),
     });
     process.stderr.write(`${report}\n`);
@@ -196,7 +219,10 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
   const attempt = async (delayMs: number): Promise<void> => {
     let checks: SafetyCheck[];
     try {
-      checks = await checkReaderSafety(readerUrl, scope);
+      checks = [
+        ...(await checkReaderSafety(readerUrl, scope)),
+        ...(database.jobsUrl === undefined ? [] : await checkJobRoleSafety(database.jobsUrl, scope)),
+      ];
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
       logger.warn('database unavailable; calls fail until it answers', {
