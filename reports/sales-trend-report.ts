@@ -93,6 +93,12 @@ export const salesTrendReport = defineReport({
   examples: [{ weeks: 12 }, { weeks: 52, through_week: '2025-W26' }],
   output,
   uses: [querySales],
+  job: { submitTool: 'submit_trend_report' },
+  // The last week is fixed when the call is made: a job run later, or again, covers the same weeks.
+  resolve: (args, ctx) => ({
+    ...args,
+    through_week: resolveWeek(args.through_week ?? 'last_week', ctx.today, 'through_week').week,
+  }),
   // One week more than asked for, read first, gives the first week its change too.
   steps: (args) => Math.ceil((args.weeks + 1) / WEEKS_PER_QUERY),
   build: async (run, args, ctx): Promise<Output> => {

@@ -26,6 +26,8 @@ import { createTokenizer } from './lib/masking.js';
 import { openLiveConfig } from './live-config.js';
 import type { Logger } from './logger.js';
 import type { Pack } from './pack.js';
+import { runThrough, startJobService } from './jobs/service.js';
+import { openJobStore } from './jobs/store.js';
 import { describeServer, type ServerDeps } from './server.js';
 
 /** YYYY-MM-DD of the day a year before an instant: the zone rules are compared from there for two years. */
@@ -77,6 +79,8 @@ export interface App {
 
 /** The longest a readiness probe takes, connecting included: Kubernetes' default probe timeout is 1 s. */
 export const PROBE_TIMEOUT_MS = 1000;
+/** Runs a job may have: a job whose replicas stopped this many times before it ended is failed. */
+export const MAX_JOB_ATTEMPTS = 3;
 /** After the shutdown timeout: how long cancelled calls get to end, and the pool to close. */
 export const STOP_GRACE_MS = 1000;
 
@@ -161,6 +165,8 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
     })),
     logger,
     options.configFile,
+    // The embedded database always has its job store; a database of your own, when its URL is known.
+    { jobs: config.databaseUrl === undefined || config.jobsUrl !== undefined },
   );
   const registry = live.registry;
   const scope = readerScopeOf(packs);
@@ -270,6 +276,41 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
 
   // Aborted at the shutdown deadline: the registry cancels every call still running.
   const stopping = new AbortController();
+  const deps: ServerDeps = {
+    registry,
+    identity: describeServer(packs),
+    content,
+    db: reader,
+    tokenize: createTokenizer(tokenKey),
+    logger,
+    audit,
+    limits,
+    ctx: live.ctx,
+    isReady: () => ready,
+    shutdown: stopping.signal,
+  };
+  const jobs =
+    database.jobsUrl === undefined
+      ? undefined
+      : startJobService({
+          store: openJobStore(database.jobsUrl),
+          url: database.jobsUrl,
+          settings: {
+            ttlSeconds: config.jobTtlSeconds,
+            maxPerCaller: config.maxJobsPerCaller,
+            leaseSeconds: config.jobLeaseSeconds,
+            maxAttempts: MAX_JOB_ATTEMPTS,
+            maxRunning: config.poolMax,
+          },
+          run: runThrough(registry, deps),
+          logger,
+        });
+  if (jobs === undefined) {
+    logger.info(
+      'no job store: the reports that run as jobs are served synchronously only; set QUERYGATE_JOBS_URL, or QUERYGATE_JOBS_PASSWORD beside DATABASE_URL',
+    );
+  }
+  const served: ServerDeps = jobs === undefined ? deps : { ...deps, jobs };
   let draining: Promise<void> | undefined;
   const drain = (): Promise<void> =>
     (draining ??= (async () => {
@@ -287,21 +328,11 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
     drain,
     toolsets: live.toolsets,
     sessionKey: createHmac('sha256', tokenKey).update('querygate mcp session ids').digest(),
-    deps: {
-      registry,
-      identity: describeServer(packs),
-      content,
-      db: reader,
-      tokenize: createTokenizer(tokenKey),
-      logger,
-      audit,
-      limits,
-      ctx: live.ctx,
-      isReady: () => ready,
-      shutdown: stopping.signal,
-    },
+    deps: served,
     stop: async () => {
       live.close();
+      // Jobs running here are let go at once, for another replica to take over, rather than drained.
+      await jobs?.close();
       await drain();
       // pool.end() waits for connections still checked out; a stalled database must not hold the exit.
       await Promise.race([reader.close().catch(() => undefined), delay(STOP_GRACE_MS)]);
