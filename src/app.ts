@@ -315,6 +315,8 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
   const drain = (): Promise<void> =>
     (draining ??= (async () => {
       clearTimeout(retry);
+      // Jobs running here are let go at once, for another replica to take over, rather than drained.
+      await jobs?.close();
       if (await limits.drain(config.shutdownTimeoutMs)) return;
       logger.warn('stopping: cancelling the calls still running', { active: limits.active });
       stopping.abort();
@@ -331,8 +333,6 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
     deps: served,
     stop: async () => {
       live.close();
-      // Jobs running here are let go at once, for another replica to take over, rather than drained.
-      await jobs?.close();
       await drain();
       // pool.end() waits for connections still checked out; a stalled database must not hold the exit.
       await Promise.race([reader.close().catch(() => undefined), delay(STOP_GRACE_MS)]);

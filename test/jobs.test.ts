@@ -3,11 +3,13 @@
  * get_report_job follows it to the report's answer (the synchronous call's figures, and the raw
  * orders' sums computed here), mistakes are told at submit time, another caller's job is as unknown
  * as none, a caller's jobs in flight are bounded, jobs expire, and cancelling a job whose query is
- * blocked on a lock cancels that query on the database.
+ * blocked on a lock cancels that query on the database. A job whose replica went quiet is taken over
+ * (and failed after three runs), and one let go by a stopping replica is taken over at once.
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { JobSettings } from '../src/jobs/service.js';
 import { connectAdmin, figures, startHarness, structured, textOf, type Harness } from './support/harness.js';
 import { createScratchDatabase, eventually, type ScratchDatabase } from './support/scratch.js';
 
@@ -146,6 +148,29 @@ describe('submit_trend_report and get_report_job', () => {
     expect((await finished(harness, submitted.job_id)).state).toBe('completed');
   });
 
+  it('take over a job whose replica went quiet, and fail one whose replicas stopped too often', async () => {
+    const quiet = async (id: string, attempts: number): Promise<void> => {
+      await admin.query(
+        `insert into querygate_jobs.jobs (id, caller, tool, arguments, state, attempts, owner, heartbeat_at, expires_at)
+         values ($1, 'jobs-test', 'sales_trend_report', $2, 'running', $3, 'a-replica-gone', now() - interval '1 hour',
+                 now() + interval '1 hour')`,
+        [id, JSON.stringify(TREND), attempts],
+      );
+    };
+    await quiet('quiet-job-once-run', 1);
+    await quiet('quiet-job-thrice-run', 3);
+    const done = await finished(harness, 'quiet-job-once-run');
+    expect(done).toMatchObject({ state: 'completed', attempt: 2 });
+    const sync = structured<Record<string, unknown>>(await harness.call('sales_trend_report', TREND));
+    expect(figures(done.result)).toEqual(figures(sync));
+    const abandoned = await finished(harness, 'quiet-job-thrice-run');
+    expect(abandoned).toMatchObject({ state: 'failed', attempt: 3, result: null });
+    expect(abandoned.error).toEqual({
+      code: 'abandoned',
+      message: 'The replicas running this job stopped 3 times before it finished; submit it again.',
+    });
+  });
+
   it('never carry SQL, stacks or credentials in what they answer', async () => {
     const result = await harness.call('get_report_job', { job_id: "x' or 1=1 --" });
     expect(textOf(result)).not.toMatch(/select|querygate_jobs\.|at .*\.js|postgres:\/\//i);
@@ -212,14 +237,7 @@ describe('jobs whose query is blocked by a lock', () => {
 
   beforeAll(async () => {
     scratch = await createScratchDatabase('jobs_lock', { orders: 2000, until: '2025-06-30' });
-    harness = await startHarness({
-      readerUrl: scratch.readerUrl,
-      now: () => NOW,
-      statementTimeoutMs: 60_000,
-      applicationName: 'querygate-jobs-lock-test',
-      caller: { id: 'jobs-lock-test' },
-      jobs: { jobsUrl: scratch.jobsUrl, maxPerCaller: 2 },
-    });
+    harness = await onScratch('jobs-lock-test', { maxPerCaller: 2 });
     locker = scratch.admin;
     watcher = await connectAdmin();
   });
@@ -229,6 +247,17 @@ describe('jobs whose query is blocked by a lock', () => {
     await watcher?.end();
     await scratch?.drop();
   });
+
+  /** A server of the scratch database, for one caller, whose queries wait as long as a lock is held. */
+  const onScratch = (caller: string, jobs: Partial<JobSettings>): Promise<Harness> =>
+    startHarness({
+      readerUrl: scratch.readerUrl,
+      now: () => NOW,
+      statementTimeoutMs: 60_000,
+      applicationName: 'querygate-jobs-lock-test',
+      caller: { id: caller },
+      jobs: { jobsUrl: scratch.jobsUrl, ...jobs },
+    });
 
   /** The reader backends of this test waiting for a lock. */
   const blocked = async (): Promise<number[]> =>
@@ -284,5 +313,28 @@ describe('jobs whose query is blocked by a lock', () => {
     // A finished job stays as it is when cancelled.
     const late = structured<Job>(await harness.call('cancel_report_job', { job_id: second.job_id }));
     expect(late.state).toBe('completed');
+  });
+
+  it('are let go by a replica that stops, and taken over by another without waiting for the lease', async () => {
+    // A lease of ten minutes: only a job let go can be taken over within the test.
+    const replica = (): Promise<Harness> => onScratch('jobs-release-test', { leaseSeconds: 600 });
+    const [stopping, staying] = [await replica(), await replica()];
+    await locker.query('begin');
+    await locker.query('lock table reporting.order_hours in access exclusive mode');
+    try {
+      const submitted = structured<Job>(await stopping.call('submit_trend_report', TREND));
+      await eventually('its query to wait on the lock', async () => (await blocked()).length === 1);
+      await stopping.jobs!.close();
+      await eventually('the other replica to take it over', async () => {
+        const seen = structured<Job>(await staying.call('get_report_job', { job_id: submitted.job_id }));
+        return seen.attempt === 2 && seen.state === 'running';
+      });
+      await locker.query('rollback');
+      expect(await finished(staying, submitted.job_id)).toMatchObject({ state: 'completed', attempt: 2 });
+    } finally {
+      await locker.query('rollback');
+      await stopping.close();
+      await staying.close();
+    }
   });
 });

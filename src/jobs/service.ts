@@ -284,6 +284,7 @@ export function startJobService(options: JobServiceOptions): JobService {
       return job;
     },
     close: async () => {
+      if (closed) return;
       closed = true;
       clearInterval(sweeper);
       for (const id of running.keys()) stopRun(id, 'released');
