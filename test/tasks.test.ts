@@ -265,7 +265,8 @@ describe('the tasks extension over HTTP', () => {
         return pids.length === 1 ? pids : undefined;
       });
       const working = await getTask(taskId);
-      expect(working).toMatchObject({ status: 'working' });
+      // Its first query waits: no progress yet to tell.
+      expect(working).toMatchObject({ status: 'working', statusMessage: 'Running its first query.' });
       expect(working).not.toHaveProperty('result');
       expect(await acknowledged(tasks.request({ method: 'tasks/cancel', params: { taskId } }, Ack))).toEqual({});
       expect((await settled(taskId)).status).toBe('cancelled');
