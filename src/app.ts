@@ -304,6 +304,7 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
           },
           run: runThrough(registry, deps),
           logger,
+          ready: () => ready,
         });
   if (jobs === undefined) {
     logger.info(

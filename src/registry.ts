@@ -443,26 +443,24 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
     // The same answer for a tool that does not exist and one outside the toolset: no probing.
     throw new ProtocolError(INVALID_PARAMS, `Unknown tool: ${JSON.stringify(String(name).slice(0, 100))}`);
   };
-  const submitFor = (report: ReportEntry, as: string, args: unknown, deps: CallDeps, options: CallOptions) =>
-    submitJob(report, as, args, deps, options, limits?.[report.report.name]);
 
   return {
     tools,
     toolsFor: (caller) => (caller.tools ? tools.filter((t) => allowed(caller, t.name)) : tools),
-    runsAsJob: (name) => reports.get(name)?.report.job !== undefined && jobEntries.includes(reports.get(name)!),
+    runsAsJob: (name) => jobEntries.some((entry) => entry.report.name === name),
     submit: async (name, args, deps, options) => {
       const report = reports.get(name);
       if (!report || !jobEntries.includes(report) || !allowed(options.caller, name)) {
         return unknownTool(name, deps, options);
       }
-      return submitFor(report, name, args, deps, options);
+      return submitJob(report, name, args, deps, options);
     },
     call: async (name, args, deps, options) => {
       if (isJobTool(name)) {
         if (!allowed(options.caller, name)) return unknownTool(name, deps, options);
         const submitted = submitTools.get(name);
         if (submitted) {
-          const outcome = await submitFor(submitted, name, args, deps, options);
+          const outcome = await submitJob(submitted, name, args, deps, options);
           if ('result' in outcome) return outcome.result;
           return successResult(jobView(outcome.job, deps.jobs!.pollIntervalMs));
         }
@@ -549,7 +547,6 @@ async function submitJob(
   rawArgs: unknown,
   deps: CallDeps,
   options: CallOptions,
-  limit: TemplateLimits | undefined,
 ): Promise<{ readonly job: JobRow } | { readonly result: CallToolResult }> {
   const { report } = entry;
   const record = callRecord(tool, deps, options);
@@ -568,7 +565,6 @@ async function submitJob(
   }
   record.args = args;
   if (!deps.jobs) return { result: record.fail(new InfraError('database_unavailable'), new Error('no job store')) };
-  void limit; // the report's own limits apply when the job runs it
   let submitted: JobRow | { inFlight: number };
   try {
     submitted = await deps.jobs.submit(options.caller.id, report.name, args);

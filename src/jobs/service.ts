@@ -93,6 +93,11 @@ export interface JobServiceOptions {
   readonly settings: JobSettings;
   readonly run: RunReport;
   readonly logger: Logger;
+  /**
+   * Whether this replica can run reports now (its start-up check passed): until then it takes no job
+   * over, and lets go of those submitted to it for a replica that can, or for itself once it can.
+   */
+  readonly ready?: () => boolean;
 }
 
 export function startJobService(options: JobServiceOptions): JobService {
@@ -198,8 +203,9 @@ export function startJobService(options: JobServiceOptions): JobService {
   };
 
   /** Claims quiet jobs (all, or the one named) while this replica has room, and runs them. */
+  const canRun = (): boolean => !closed && (options.ready?.() ?? true);
   const takeOver = async (id?: string): Promise<void> => {
-    if (closed) return;
+    if (!canRun()) return;
     const room = settings.maxRunning - running.size;
     if (room <= 0) return;
     const claimed = await claimStale(store, owner, settings, { limit: room, ...(id === undefined ? {} : { id }) });
@@ -261,7 +267,7 @@ export function startJobService(options: JobServiceOptions): JobService {
         maxInFlight: settings.maxPerCaller,
       });
       if ('inFlight' in job) return job;
-      if (closed || running.size >= settings.maxRunning) {
+      if (!canRun() || running.size >= settings.maxRunning) {
         // No room here: another replica (or this one, later) takes it over as a quiet job.
         await releaseJob(store, id, owner);
       } else {
