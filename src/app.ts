@@ -66,6 +66,8 @@ export interface App {
    * own (at most one probe a second, each answered within PROBE_TIMEOUT_MS).
    */
   probeReady(): Promise<boolean>;
+  /** For /readyz, beside readiness: whether the job store answers now (undefined without one). */
+  probeJobStore(): Promise<'ok' | 'unavailable' | undefined>;
   /**
    * Waits for the calls in flight, up to QUERYGATE_SHUTDOWN_TIMEOUT_MS; then cancels those still
    * running, which end with `shutting_down`, and gives them STOP_GRACE_MS to let go of their connections.
@@ -83,6 +85,21 @@ export const PROBE_TIMEOUT_MS = 1000;
 export const MAX_JOB_ATTEMPTS = 3;
 /** After the shutdown timeout: how long cancelled calls get to end, and the pool to close. */
 export const STOP_GRACE_MS = 1000;
+
+/** One check at a time, its answer kept for a second: /readyz cannot be used to load the database. */
+function atMostOnceASecond(check: () => Promise<boolean>): () => Promise<boolean> {
+  let last = { at: 0, ok: false };
+  let running: Promise<boolean> | undefined;
+  return async () => {
+    if (Date.now() - last.at < 1000) return last.ok;
+    running ??= check().then((ok) => {
+      last = { at: Date.now(), ok };
+      running = undefined;
+      return ok;
+    });
+    return running;
+  };
+}
 
 export interface OpenDatabase {
   readonly readerUrl: string;
@@ -261,18 +278,17 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
   // One probe at a time, at most one a second, on one connection of its own: /readyz is
   // unauthenticated and must not take connections from tool calls, nor wait behind them.
   const probe = createReadinessProbe(readerUrl, { timeoutMs: PROBE_TIMEOUT_MS }, logger);
-  let lastProbe = { at: 0, ok: false };
-  let probing: Promise<boolean> | undefined;
-  const probeReady = async (): Promise<boolean> => {
-    if (!ready) return false;
-    if (Date.now() - lastProbe.at < 1000) return lastProbe.ok;
-    probing ??= probe.check().then((ok) => {
-      lastProbe = { at: Date.now(), ok };
-      probing = undefined;
-      return ok;
-    });
-    return probing;
-  };
+  const checkReader = atMostOnceASecond(() => probe.check());
+  const probeReady = async (): Promise<boolean> => ready && (await checkReader());
+  // The job store is probed the same way, as the job role: reported beside readiness, not part of
+  // it, since every replica shares it and the other tools serve without it.
+  const jobsProbe =
+    database.jobsUrl === undefined
+      ? undefined
+      : createReadinessProbe(database.jobsUrl, { timeoutMs: PROBE_TIMEOUT_MS }, logger);
+  const checkJobs = jobsProbe && atMostOnceASecond(() => jobsProbe.check());
+  const probeJobStore = async (): Promise<'ok' | 'unavailable' | undefined> =>
+    checkJobs && ((await checkJobs()) ? 'ok' : 'unavailable');
 
   // Aborted at the shutdown deadline: the registry cancels every call still running.
   const stopping = new AbortController();
@@ -328,6 +344,7 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
   return {
     packs,
     probeReady,
+    probeJobStore,
     drain,
     toolsets: live.toolsets,
     sessionKey: createHmac('sha256', tokenKey).update('querygate mcp session ids').digest(),
@@ -338,6 +355,7 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
       // pool.end() waits for connections still checked out; a stalled database must not hold the exit.
       await Promise.race([reader.close().catch(() => undefined), delay(STOP_GRACE_MS)]);
       await probe.close();
+      await jobsProbe?.close();
       audit.close();
       await database.stop().catch(() => undefined);
     },

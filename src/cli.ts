@@ -195,6 +195,7 @@ async function serve(
           requestBuckets: createTokenBuckets(config.rateLimitPerMinute * 5),
           maxBodyBytes: 1 << 20,
           isReady: () => app.probeReady(),
+          jobStore: () => app.probeJobStore(),
           sessionKey: app.sessionKey,
         },
         logger,

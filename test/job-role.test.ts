@@ -3,15 +3,18 @@
  * writes its table and nothing else, and the reader cannot reach the table. `doctor` proves both,
  * and fails a job role that reads a pack's schema or may create databases, and a reader that may
  * read the job store, each with the statement that fixes it; `serve` refuses an unsafe job role.
+ * /readyz tells whether the job store answers, beside its own status.
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { withCredentials } from '../src/db/connect.js';
-import { runCli } from './support/cli.js';
+import { adminKysely, withCredentials, withDatabase } from '../src/db/connect.js';
+import { ensureJobStore } from '../src/db/job-role.js';
+import { setRolePassword } from '../src/db/reader-password.js';
+import { runCli, startCli } from './support/cli.js';
 import { checkNamed, parseChecks, type ReportedCheck } from './support/doctor-report.js';
 import { connectAdmin } from './support/harness.js';
-import { eventually } from './support/scratch.js';
+import { createScratchDatabase, eventually } from './support/scratch.js';
 
 /** A refused statement's SQLSTATE, or 'ok' when it ran. */
 async function outcome(client: pg.Client, statement: string): Promise<string> {
@@ -163,5 +166,49 @@ describe('a reader that can reach the job store', () => {
     expect(check.detail).toContain('querygate_jobs.jobs');
     expect(check.fix).toContain(`REVOKE ALL ON SCHEMA querygate_jobs FROM PUBLIC, "${reader.role}";`);
     expect(check.fix).toContain(`REVOKE ALL ON querygate_jobs.jobs FROM PUBLIC, "${reader.role}";`);
+  });
+});
+
+describe('/readyz and the job store', () => {
+  it('says whether the job store answers, beside a status that does not depend on it', async () => {
+    const scratch = await createScratchDatabase('jobs_readyz');
+    const jobs = scratchRole('querygate_jobs_readyz');
+    const kysely = adminKysely(scratch.adminUrl);
+    await ensureJobStore(kysely, jobs.role).finally(() => kysely.destroy());
+    await setRolePassword(scratch.admin, jobs.role, jobs.password);
+    const server = startCli(['serve', '--http', '--port', '0'], {
+      DATABASE_URL: scratch.readerUrl,
+      QUERYGATE_JOBS_URL: withDatabase(jobs.url, scratch.name),
+      QUERYGATE_TOKEN_KEY: 'jobs-readyz-key',
+    });
+    const admin = await connectAdmin();
+    try {
+      const readyz = new URL('/readyz', (await server.waitForLog(/listening on (http:\/\/[^"\s]+)\/mcp/))[1]);
+      const probe = async (): Promise<{ status: number; body: unknown }> => {
+        const res = await fetch(readyz);
+        return { status: res.status, body: await res.json() };
+      };
+      await eventually('ready, with the job store answering', async () => {
+        const { status, body } = await probe();
+        return status === 200 && JSON.stringify(body) === JSON.stringify({ status: 'ok', jobs: 'ok' });
+      });
+      const id = admin.escapeIdentifier(jobs.role);
+      await admin.query(`alter role ${id} nologin`);
+      await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where usename = $1', [jobs.role]);
+      await eventually('the job store reported unavailable, the replica still ready', async () => {
+        const { status, body } = await probe();
+        return status === 200 && JSON.stringify(body) === JSON.stringify({ status: 'ok', jobs: 'unavailable' });
+      });
+      await admin.query(`alter role ${id} login`);
+      await eventually('the job store answering again', async () => {
+        const { body } = await probe();
+        return JSON.stringify(body) === JSON.stringify({ status: 'ok', jobs: 'ok' });
+      });
+    } finally {
+      await server.stop();
+      await scratch.drop();
+      await admin.query(`drop role ${admin.escapeIdentifier(jobs.role)}`);
+      await admin.end();
+    }
   });
 });
