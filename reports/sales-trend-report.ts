@@ -99,6 +99,12 @@ export const salesTrendReport = defineReport({
   uses: [querySales],
   command: 'trend',
   render: { markdown: trendMarkdown, html: trendHtml },
+  job: { submitTool: 'submit_trend_report' },
+  // The last week is fixed when the call is made: a job run later, or again, covers the same weeks.
+  resolve: (args, ctx) => ({
+    ...args,
+    through_week: resolveWeek(args.through_week ?? 'last_week', ctx.today, 'through_week').week,
+  }),
   // One week more than asked for, read first, gives the first week its change too.
   steps: (args) => Math.ceil((args.weeks + 1) / WEEKS_PER_QUERY),
   build: async (run, args, ctx): Promise<Output> => {

@@ -21,6 +21,8 @@ import {
 } from './mcp-harness.mjs';
 
 const REVISIONS = ['2025-11-25', '2026-07-28'];
+/** The scenarios of extensions querygate serves, by name prefix: held to the baseline like scored ones. */
+const SERVED_EXTENSIONS = ['tasks-'];
 
 let node, suite, yaml, work, server;
 const ready = await step('install the suite, build querygate, start it over HTTP', async () => {
@@ -61,6 +63,35 @@ async function runSuite(revision) {
     // The runner names what failed but not why; the why is in its per-scenario results.
     await printUnexpectedFailures(revision, results, baseline);
     throw new Error('the suite failed; see its summary and the checks above');
+  }
+  await checkServedExtensions(results, baseline);
+}
+
+/**
+ * The extensions querygate serves (tasks) are run by the suite without scoring, so the runner
+ * neither fails their checks nor reads their baseline entries. They are held to the same rule here:
+ * every check passes but those the baseline lists (each calls a fixture of the suite's), and a listed
+ * check that passes is a stale entry.
+ */
+async function checkServedExtensions(results, baselineFile) {
+  const excused = new Set((await readYaml(baselineFile)).server ?? []);
+  const problems = [];
+  for (const dir of (await readdir(results).catch(() => [])).sort()) {
+    const scenario = dir.replace(/^server-/, '').replace(/-\d{4}-\d{2}-\d{2}T[\d-]+Z$/, '');
+    if (!SERVED_EXTENSIONS.some((prefix) => scenario.startsWith(prefix))) continue;
+    const checks = JSON.parse(await readFile(join(results, dir, 'checks.json'), 'utf8').catch(() => '[]'));
+    for (const check of checks) {
+      const listed = excused.has(`${scenario}:${check.id}`);
+      if ((check.status === 'FAILURE' || check.status === 'WARNING') && !listed) {
+        problems.push(`  ${scenario}:${check.id}  ${check.status}  ${(check.errorMessage ?? '').slice(0, 300)}`);
+      } else if (check.status === 'SUCCESS' && listed) {
+        problems.push(`  ${scenario}:${check.id}  passes: remove it from the baseline`);
+      }
+    }
+  }
+  if (problems.length > 0) {
+    console.log(`\nChecks of the extensions querygate serves, against the baseline:\n${problems.join('\n')}`);
+    throw new Error('an extension scenario failed, or its baseline is stale; see above');
   }
 }
 

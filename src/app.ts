@@ -9,7 +9,14 @@ import type { Config } from './config.js';
 import type { ConfigFile } from './config-file.js';
 import { contentOf } from './content.js';
 import { connectReader, redactUrl } from './db/connect.js';
-import { checkReaderSafety, formatReport, readerScopeOf, type SafetyCheck } from './db/doctor.js';
+import {
+  checkJobRoleSafety,
+  checkReaderSafety,
+  formatReport,
+  JOB_ROLE_CHECK,
+  readerScopeOf,
+  type SafetyCheck,
+} from './db/doctor.js';
 import { createReadinessProbe } from './db/readiness.js';
 import { zoneRulesAgreement, type ZoneRulesAgreement } from './db/zone-rules.js';
 import { ConfigError, classifyDatabaseError } from './errors.js';
@@ -19,6 +26,8 @@ import { createTokenizer } from './lib/masking.js';
 import { openLiveConfig } from './live-config.js';
 import type { Logger } from './logger.js';
 import type { Pack } from './pack.js';
+import { runThrough, startJobService } from './jobs/service.js';
+import { openJobStore } from './jobs/store.js';
 import { describeServer, type ServerDeps } from './server.js';
 
 /** YYYY-MM-DD of the day a year before an instant: the zone rules are compared from there for two years. */
@@ -57,6 +66,8 @@ export interface App {
    * own (at most one probe a second, each answered within PROBE_TIMEOUT_MS).
    */
   probeReady(): Promise<boolean>;
+  /** For /readyz, beside readiness: whether the job store answers now (undefined without one). */
+  probeJobStore(): Promise<'ok' | 'unavailable' | undefined>;
   /**
    * Waits for the calls in flight, up to QUERYGATE_SHUTDOWN_TIMEOUT_MS; then cancels those still
    * running, which end with `shutting_down`, and gives them STOP_GRACE_MS to let go of their connections.
@@ -70,11 +81,30 @@ export interface App {
 
 /** The longest a readiness probe takes, connecting included: Kubernetes' default probe timeout is 1 s. */
 export const PROBE_TIMEOUT_MS = 1000;
+/** Runs a job may have: a job whose replicas stopped this many times before it ended is failed. */
+export const MAX_JOB_ATTEMPTS = 3;
 /** After the shutdown timeout: how long cancelled calls get to end, and the pool to close. */
 export const STOP_GRACE_MS = 1000;
 
+/** One check at a time, its answer kept for a second: /readyz cannot be used to load the database. */
+function atMostOnceASecond(check: () => Promise<boolean>): () => Promise<boolean> {
+  let last = { at: 0, ok: false };
+  let running: Promise<boolean> | undefined;
+  return async () => {
+    if (Date.now() - last.at < 1000) return last.ok;
+    running ??= check().then((ok) => {
+      last = { at: Date.now(), ok };
+      running = undefined;
+      return ok;
+    });
+    return running;
+  };
+}
+
 export interface OpenDatabase {
   readonly readerUrl: string;
+  /** The job store's connection string (the job role); undefined when none is configured. */
+  readonly jobsUrl: string | undefined;
   /** The embedded database's own token key, made with its data folder. */
   readonly tokenKey: string | undefined;
   stop(): Promise<void>;
@@ -92,20 +122,31 @@ export async function openDatabase(
   signal?: AbortSignal,
 ): Promise<OpenDatabase> {
   if (config.databaseUrl !== undefined) {
-    return { readerUrl: config.databaseUrl, tokenKey: undefined, stop: async () => undefined };
+    return {
+      readerUrl: config.databaseUrl,
+      jobsUrl: config.jobsUrl,
+      tokenKey: undefined,
+      stop: async () => undefined,
+    };
   }
   const { defaultDataDir, startEmbedded } = await import('./db/embedded.js');
   const embedded = await startEmbedded(
     {
       dataDir: config.dataDir ?? defaultDataDir(),
       readerRole: config.readerRole,
+      jobsRole: config.jobsRole,
       packs,
       seedIfEmpty: { until: yesterdayUtc() },
       signal,
     },
     logger,
   );
-  return { readerUrl: embedded.readerUrl, tokenKey: embedded.tokenKey, stop: () => embedded.stop() };
+  return {
+    readerUrl: embedded.readerUrl,
+    jobsUrl: config.jobsUrl ?? embedded.jobsUrl,
+    tokenKey: embedded.tokenKey,
+    stop: () => embedded.stop(),
+  };
 }
 
 export interface AppOptions {
@@ -141,6 +182,8 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
     })),
     logger,
     options.configFile,
+    // The embedded database always has its job store; a database of your own, when its URL is known.
+    { jobs: config.databaseUrl === undefined || config.jobsUrl !== undefined },
   );
   const registry = live.registry;
   const scope = readerScopeOf(packs);
@@ -184,10 +227,13 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
       return;
     }
     const report = formatReport(target, checks, []);
+    const unsafe = checks.some((c) => !c.ok && !c.outsideDatabase && !c.name.startsWith(JOB_ROLE_CHECK))
+      ? 'reader role'
+      : 'job role';
     if (!options.allowUnsafeRole) {
-      throw new ConfigError(`the reader role is unsafe; refusing to serve (override: --allow-unsafe-role)\n${report}`);
+      throw new ConfigError(`the ${unsafe} is unsafe; refusing to serve (override: --allow-unsafe-role)\n${report}`);
     }
-    logger.error('UNSAFE READER ROLE: serving anyway because --allow-unsafe-role was given', {
+    logger.error(`UNSAFE ${unsafe.toUpperCase()}: serving anyway because --allow-unsafe-role was given`, {
       failed: checks.filter((c) => !c.ok && !c.outsideDatabase).map((c) => c.name),
     });
     process.stderr.write(`${report}\n`);
@@ -196,7 +242,10 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
   const attempt = async (delayMs: number): Promise<void> => {
     let checks: SafetyCheck[];
     try {
-      checks = await checkReaderSafety(readerUrl, scope);
+      checks = [
+        ...(await checkReaderSafety(readerUrl, scope)),
+        ...(database.jobsUrl === undefined ? [] : await checkJobRoleSafety(database.jobsUrl, scope)),
+      ];
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
       logger.warn('database unavailable; calls fail until it answers', {
@@ -229,25 +278,62 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
   // One probe at a time, at most one a second, on one connection of its own: /readyz is
   // unauthenticated and must not take connections from tool calls, nor wait behind them.
   const probe = createReadinessProbe(readerUrl, { timeoutMs: PROBE_TIMEOUT_MS }, logger);
-  let lastProbe = { at: 0, ok: false };
-  let probing: Promise<boolean> | undefined;
-  const probeReady = async (): Promise<boolean> => {
-    if (!ready) return false;
-    if (Date.now() - lastProbe.at < 1000) return lastProbe.ok;
-    probing ??= probe.check().then((ok) => {
-      lastProbe = { at: Date.now(), ok };
-      probing = undefined;
-      return ok;
-    });
-    return probing;
-  };
+  const checkReader = atMostOnceASecond(() => probe.check());
+  const probeReady = async (): Promise<boolean> => ready && (await checkReader());
+  // The job store is probed the same way, as the job role: reported beside readiness, not part of
+  // it, since every replica shares it and the other tools serve without it.
+  const jobsProbe =
+    database.jobsUrl === undefined
+      ? undefined
+      : createReadinessProbe(database.jobsUrl, { timeoutMs: PROBE_TIMEOUT_MS }, logger);
+  const checkJobs = jobsProbe && atMostOnceASecond(() => jobsProbe.check());
+  const probeJobStore = async (): Promise<'ok' | 'unavailable' | undefined> =>
+    checkJobs && ((await checkJobs()) ? 'ok' : 'unavailable');
 
   // Aborted at the shutdown deadline: the registry cancels every call still running.
   const stopping = new AbortController();
+  const deps: ServerDeps = {
+    registry,
+    identity: describeServer(packs),
+    content,
+    db: reader,
+    tokenize: createTokenizer(tokenKey),
+    logger,
+    audit,
+    limits,
+    ctx: live.ctx,
+    isReady: () => ready,
+    shutdown: stopping.signal,
+  };
+  const jobs =
+    database.jobsUrl === undefined
+      ? undefined
+      : startJobService({
+          store: openJobStore(database.jobsUrl),
+          url: database.jobsUrl,
+          settings: {
+            ttlSeconds: config.jobTtlSeconds,
+            maxPerCaller: config.maxJobsPerCaller,
+            leaseSeconds: config.jobLeaseSeconds,
+            maxAttempts: MAX_JOB_ATTEMPTS,
+            maxRunning: config.poolMax,
+          },
+          run: runThrough(registry, deps),
+          logger,
+          ready: () => ready,
+        });
+  if (jobs === undefined) {
+    logger.info(
+      'no job store: the reports that run as jobs are served synchronously only; set QUERYGATE_JOBS_URL, or QUERYGATE_JOBS_PASSWORD beside DATABASE_URL',
+    );
+  }
+  const served: ServerDeps = jobs === undefined ? deps : { ...deps, jobs };
   let draining: Promise<void> | undefined;
   const drain = (): Promise<void> =>
     (draining ??= (async () => {
       clearTimeout(retry);
+      // Jobs running here are let go at once, for another replica to take over, rather than drained.
+      await jobs?.close();
       if (await limits.drain(config.shutdownTimeoutMs)) return;
       logger.warn('stopping: cancelling the calls still running', { active: limits.active });
       stopping.abort();
@@ -258,28 +344,18 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
   return {
     packs,
     probeReady,
+    probeJobStore,
     drain,
     toolsets: live.toolsets,
     sessionKey: createHmac('sha256', tokenKey).update('querygate mcp session ids').digest(),
-    deps: {
-      registry,
-      identity: describeServer(packs),
-      content,
-      db: reader,
-      tokenize: createTokenizer(tokenKey),
-      logger,
-      audit,
-      limits,
-      ctx: live.ctx,
-      isReady: () => ready,
-      shutdown: stopping.signal,
-    },
+    deps: served,
     stop: async () => {
       live.close();
       await drain();
       // pool.end() waits for connections still checked out; a stalled database must not hold the exit.
       await Promise.race([reader.close().catch(() => undefined), delay(STOP_GRACE_MS)]);
       await probe.close();
+      await jobsProbe?.close();
       audit.close();
       await database.stop().catch(() => undefined);
     },

@@ -8,6 +8,7 @@ import { loadAuthenticator } from './auth.js';
 import { loadConfig, type Config } from './config.js';
 import { connectReader, redactUrl } from './db/connect.js';
 import {
+  checkJobRoleSafety,
   checkReaderSafety,
   explainPacks,
   formatReport,
@@ -16,7 +17,7 @@ import {
   templatesCheck,
 } from './db/doctor.js';
 import { defaultDataDir, startEmbedded } from './db/embedded.js';
-import { prepareDatabase } from './db/prepare.js';
+import { prepareDatabase, type PrepareOptions } from './db/prepare.js';
 import { reportCommand } from './report-cli.js';
 import { scaffoldQuery } from './scaffold.js';
 import { ConfigError } from './errors.js';
@@ -204,6 +205,7 @@ async function serve(
           requestBuckets: createTokenBuckets(config.rateLimitPerMinute * 5),
           maxBodyBytes: 1 << 20,
           isReady: () => app.probeReady(),
+          jobStore: () => app.probeJobStore(),
           sessionKey: app.sessionKey,
         },
         logger,
@@ -243,7 +245,22 @@ async function doctor(config: Config, packs: readonly Pack[], logger: Logger): P
   const database = await openDatabase(config, packs, logger);
   const reader = connectReader(database.readerUrl, config, logger);
   try {
-    const checks = [templatesCheck(packs), ...(await checkReaderSafety(database.readerUrl, readerScopeOf(packs)))];
+    const scope = readerScopeOf(packs);
+    const checks = [
+      templatesCheck(packs),
+      ...(await checkReaderSafety(database.readerUrl, scope)),
+      ...(database.jobsUrl === undefined
+        ? [
+            {
+              name: 'job store configured',
+              ok: true,
+              warning: true,
+              detail: 'no job role to check: the reports that run as jobs are served only synchronously',
+              fix: 'set QUERYGATE_JOBS_URL, or QUERYGATE_JOBS_PASSWORD beside DATABASE_URL',
+            },
+          ]
+        : await checkJobRoleSafety(database.jobsUrl, scope)),
+    ];
     const plans = await explainPacks(reader, packs, { timeZone: config.timeZone }, todayUtc());
     process.stdout.write(`${formatReport(redactUrl(database.readerUrl), checks, plans)}\n`);
     if (checks.some((c) => !c.ok) || plans.some(planFails)) process.exitCode = 1;
@@ -262,7 +279,7 @@ async function withAdmin(
 ): Promise<void> {
   if (config.adminDatabaseUrl) return task(config.adminDatabaseUrl);
   const embedded = await startEmbedded(
-    { dataDir: config.dataDir ?? defaultDataDir(), readerRole: config.readerRole, packs },
+    { dataDir: config.dataDir ?? defaultDataDir(), readerRole: config.readerRole, jobsRole: config.jobsRole, packs },
     logger,
   );
   try {
@@ -273,9 +290,17 @@ async function withAdmin(
 }
 
 async function migrate(config: Config, packs: readonly Pack[], logger: Logger): Promise<void> {
-  await withAdmin(config, packs, logger, (adminUrl) =>
-    prepareDatabase(adminUrl, { readerRole: config.readerRole, readerPassword: config.readerPassword, packs }, logger),
-  );
+  await withAdmin(config, packs, logger, (adminUrl) => prepareDatabase(adminUrl, { ...roles(config), packs }, logger));
+}
+
+/** The roles `migrate` and `seed` make, with the passwords the environment gives them. */
+function roles(config: Config): Pick<PrepareOptions, 'readerRole' | 'readerPassword' | 'jobsRole' | 'jobsPassword'> {
+  return {
+    readerRole: config.readerRole,
+    jobsRole: config.jobsRole,
+    ...(config.readerPassword === undefined ? {} : { readerPassword: config.readerPassword }),
+    ...(config.jobsPassword === undefined ? {} : { jobsPassword: config.jobsPassword }),
+  };
 }
 
 async function seed(
@@ -298,8 +323,7 @@ async function seed(
     await prepareDatabase(
       adminUrl,
       {
-        readerRole: config.readerRole,
-        readerPassword: config.readerPassword,
+        ...roles(config),
         packs,
         ...(options.ifEmpty ? { seedIfEmpty: { until: options.until, counts } } : {}),
       },

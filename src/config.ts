@@ -1,3 +1,4 @@
+import { withCredentials } from './db/connect.js';
 import { ConfigError } from './errors.js';
 
 /** Everything the server reads from its environment, parsed once at start-up. */
@@ -20,6 +21,18 @@ export interface Config {
   readonly readerRole: string;
   /** Password `migrate` and `seed` give the reader role, when set. */
   readonly readerPassword: string | undefined;
+  /** Name of the role that reads and writes the job store, created by the migrations. */
+  readonly jobsRole: string;
+  /** Password `migrate` and `seed` give the job role, when set; with DATABASE_URL it makes the job store's URL. */
+  readonly jobsPassword: string | undefined;
+  /** Connection string of the job role; undefined: DATABASE_URL with the job role's credentials, if known. */
+  readonly jobsUrl: string | undefined;
+  /** How long a job is kept after it is submitted, in seconds; then it is deleted. */
+  readonly jobTtlSeconds: number;
+  /** Jobs one caller may have pending or running at once, counted in the job store (across replicas). */
+  readonly maxJobsPerCaller: number;
+  /** How long a running job's heartbeat holds its replica's claim, in seconds; then another takes it over. */
+  readonly jobLeaseSeconds: number;
   /** Log verbosity on stderr. */
   readonly logLevel: LogLevel;
   /** Tool calls per caller per minute. */
@@ -50,6 +63,7 @@ export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
 
 export const DEFAULT_READER_ROLE = 'querygate_reader';
+export const DEFAULT_JOBS_ROLE = 'querygate_jobs';
 
 /** The packs served when neither QUERYGATE_PACKS nor the configuration file names any. */
 export const DEFAULT_PACKS: readonly string[] = ['sales'];
@@ -64,12 +78,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`QUERYGATE_LOG_LEVEL: must be one of ${LOG_LEVELS.join(', ')}`);
   }
-  const readerRole = env.QUERYGATE_READER_ROLE ?? DEFAULT_READER_ROLE;
-  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(readerRole)) {
-    throw new ConfigError('QUERYGATE_READER_ROLE: must be a lower-case SQL identifier');
+  const readerRole = roleName(env, 'QUERYGATE_READER_ROLE', DEFAULT_READER_ROLE);
+  const jobsRole = roleName(env, 'QUERYGATE_JOBS_ROLE', DEFAULT_JOBS_ROLE);
+  if (jobsRole === readerRole) {
+    throw new ConfigError('QUERYGATE_JOBS_ROLE: must differ from the reader role, which may write nothing');
   }
+  const databaseUrl = nonEmpty(env.DATABASE_URL);
+  const jobsPassword = nonEmpty(env.QUERYGATE_JOBS_PASSWORD);
   return {
-    databaseUrl: nonEmpty(env.DATABASE_URL),
+    databaseUrl,
     adminDatabaseUrl: nonEmpty(env.ADMIN_DATABASE_URL),
     dataDir: nonEmpty(env.QUERYGATE_DATA_DIR),
     timeZone,
@@ -78,6 +95,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tokenKey: nonEmpty(env.QUERYGATE_TOKEN_KEY),
     readerRole,
     readerPassword: nonEmpty(env.QUERYGATE_READER_PASSWORD),
+    jobsRole,
+    jobsPassword,
+    jobsUrl:
+      nonEmpty(env.QUERYGATE_JOBS_URL) ??
+      (databaseUrl !== undefined && jobsPassword !== undefined
+        ? jobsUrlFrom(databaseUrl, jobsRole, jobsPassword)
+        : undefined),
+    jobTtlSeconds: positiveInt(env, 'QUERYGATE_JOB_TTL_SECONDS', 3600),
+    maxJobsPerCaller: positiveInt(env, 'QUERYGATE_MAX_JOBS_PER_CALLER', 2),
+    jobLeaseSeconds: positiveInt(env, 'QUERYGATE_JOB_LEASE_SECONDS', 15),
     logLevel,
     rateLimitPerMinute: positiveInt(env, 'QUERYGATE_RATE_LIMIT', 60),
     maxConcurrentPerCaller: positiveInt(env, 'QUERYGATE_MAX_CONCURRENT', 4),
@@ -92,6 +119,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     packs: env.QUERYGATE_PACKS === undefined ? DEFAULT_PACKS : nonEmptyList(env, 'QUERYGATE_PACKS'),
     configFile: nonEmpty(env.QUERYGATE_CONFIG),
   };
+}
+
+/** DATABASE_URL with the job role's name and password instead of the reader's. */
+function jobsUrlFrom(databaseUrl: string, role: string, password: string): string {
+  try {
+    return withCredentials(databaseUrl, role, password);
+  } catch {
+    throw new ConfigError('DATABASE_URL: is not a connection URL, so the job store needs QUERYGATE_JOBS_URL');
+  }
+}
+
+function roleName(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
+  const role = env[name] ?? fallback;
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(role)) throw new ConfigError(`${name}: must be a lower-case SQL identifier`);
+  return role;
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

@@ -16,8 +16,14 @@ export interface ArgumentIssue {
 }
 
 export class ArgumentError extends Error {
-  readonly code = 'invalid_arguments';
-  constructor(readonly issues: readonly ArgumentIssue[]) {
+  /**
+   * `invalid_arguments`, or another stable code for a call refused for what the model can change:
+   * `too_many_jobs`, `unknown_job`.
+   */
+  constructor(
+    readonly issues: readonly ArgumentIssue[],
+    readonly code: string = 'invalid_arguments',
+  ) {
     // A rule that already names its field ("end_date 2025-01-01 is before ...") is not prefixed again.
     super(
       issues
@@ -122,8 +128,11 @@ export function classifyDatabaseError(err: unknown): InfraError {
 
 /** The isError result for a failed call: safe text only, keyed by the request id found in the log. */
 export function errorResult(err: ArgumentError | InfraError, requestId: string): CallToolResult {
-  const text =
-    err instanceof ArgumentError ? `Invalid arguments: ${err.message}. Fix the arguments and call again.` : err.message;
+  const text = !(err instanceof ArgumentError)
+    ? err.message
+    : err.code === 'invalid_arguments'
+      ? `Invalid arguments: ${err.message}. Fix the arguments and call again.`
+      : `Refused: ${err.message}.`;
   return {
     isError: true,
     content: [{ type: 'text', text: `${text} (code: ${err.code}, request_id: ${requestId})` }],

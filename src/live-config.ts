@@ -138,6 +138,8 @@ export function openLiveConfig(
   logger: Logger,
   /** The file as read when the packs were loaded, so that both come from the same version of it. */
   initial?: ConfigFile,
+  /** Whether a job store is there, so that the reports that declare `job` are served as jobs too. */
+  served: { readonly jobs?: boolean } = {},
 ): LiveConfig {
   const options: ConfigFileOptions = { statementTimeoutMs: config.statementTimeoutMs };
   const build = (file: ConfigFile) => {
@@ -150,6 +152,7 @@ export function openLiveConfig(
       resolved,
       registry: createRegistry(templates, {
         reports,
+        jobs: served.jobs ?? false,
         limits: resolved.limits,
         smallGroupThresholds: Object.fromEntries(
           available.flatMap((pack) =>

@@ -21,6 +21,8 @@ export function createLiveRegistry(initial: Registry): LiveRegistry {
     },
     toolsFor: (caller) => current.toolsFor(caller),
     call: (name, args, deps, options) => current.call(name, args, deps, options),
+    runsAsJob: (name) => current.runsAsJob(name),
+    submit: (name, args, deps, options) => current.submit(name, args, deps, options),
     replace: (next) => {
       current = next;
       for (const listener of [...listeners]) listener();

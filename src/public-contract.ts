@@ -19,7 +19,8 @@ export function publicContract(packs: readonly Pack[]): PublicContract {
   return Object.fromEntries(
     packs.map((pack) => [
       pack.name,
-      createRegistry(pack.templates, { reports: pack.reports ?? [] }).tools.map((tool) => ({
+      // With a job store, as a deployment serves them: the job tools are part of the contract.
+      createRegistry(pack.templates, { reports: pack.reports ?? [], jobs: true }).tools.map((tool) => ({
         name: tool.name,
         inputSchema: sortedKeys(tool.inputSchema),
         outputSchema: sortedKeys(tool.outputSchema),

@@ -30,6 +30,18 @@ import type { CallLimits } from './limits.js';
 import type { Logger } from './logger.js';
 import type { PersonalColumn, PersonalColumns, PersonalKind, SourceColumnOf } from './pack.js';
 import type { AnyReport, ReportContext, RunTemplate } from './reports.js';
+import type { JobService, RunEnding } from './jobs/service.js';
+import type { JobRow } from './jobs/store.js';
+import {
+  CANCEL_ANNOTATIONS,
+  CANCEL_JOB_TOOL,
+  GET_ANNOTATIONS,
+  GET_JOB_TOOL,
+  jobIdInput,
+  jobOutput,
+  jobView,
+  SUBMIT_ANNOTATIONS,
+} from './jobs/tools.js';
 import { preSerialized } from './protocol/json-rpc.js';
 
 /**
@@ -77,6 +89,11 @@ export interface RegistryOptions {
   readonly limits?: Readonly<Record<string, TemplateLimits>>;
   /** Reports built from the templates (src/reports.ts), listed and called as tools beside them. */
   readonly reports?: readonly AnyReport[];
+  /**
+   * Whether a job store is there: then the reports that declare `job` are also served as jobs (their
+   * submit tools, get_report_job and cancel_report_job). Without one they are served synchronously only.
+   */
+  readonly jobs?: boolean;
 }
 
 /** What a template's builder must give back: a Kysely select the registry can cap and run. */
@@ -170,6 +187,8 @@ export interface CallDeps {
   readonly shutdown?: AbortSignal;
   /** The clock `period` arguments are resolved by (milliseconds since the epoch); Date.now when unset. */
   readonly now?: () => number;
+  /** The job store and runner, when one is configured (src/jobs/service.ts). */
+  readonly jobs?: JobService;
 }
 
 /** Who is calling: a token's name and toolset, or the stdio session. */
@@ -195,6 +214,8 @@ export interface CallOptions {
   readonly report?: (level: ClientLogLevel, data: Record<string, unknown>) => void;
   /** Told after each step of a call that takes several (a report's template runs): steps done, of how many. */
   readonly progress?: (done: number, total: number, message: string) => void;
+  /** Told how the call ended (its audit outcome and error code): a job's runner records it. */
+  readonly ended?: (ending: RunEnding) => void;
 }
 
 export interface Registry {
@@ -207,6 +228,18 @@ export interface Registry {
    * unknown tool, or one outside the caller's toolset, throws the protocol error -32602.
    */
   call(name: string, args: unknown, deps: CallDeps, options: CallOptions): Promise<CallToolResult>;
+  /** True for a tool that runs as a job (a report that declares `job`), when jobs are served. */
+  runsAsJob(name: string): boolean;
+  /**
+   * Submits a call of a tool that runs as a job, checked as call() checks it (the caller's toolset,
+   * the arguments): gives the job, or the call's error result (bad arguments, too many jobs).
+   */
+  submit(
+    name: string,
+    args: unknown,
+    deps: CallDeps,
+    options: CallOptions,
+  ): Promise<{ readonly job: JobRow } | { readonly result: CallToolResult }>;
 }
 
 /** Tool names: snake_case, a verb and at least one noun (`query_order_count`). */
@@ -268,6 +301,7 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
   }
 
   const reports = new Map<string, ReportEntry>();
+  let jobsOutput: z.ZodObject | undefined;
   for (const report of options.reports ?? []) {
     const where = `report ${report.name}`;
     if (!TOOL_NAME.test(report.name)) throw new ConfigError(`${where}: name must be snake_case verb_noun`);
@@ -301,6 +335,72 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
     });
   }
 
+  // The reports that run as jobs, each with its submit tool, then the two tools every job shares.
+  const submitTools = new Map<string, ReportEntry>();
+  for (const entry of options.jobs ? reports.values() : []) {
+    const { report } = entry;
+    if (!report.job) continue;
+    const name = report.job.submitTool;
+    if (!TOOL_NAME.test(name))
+      throw new ConfigError(`report ${report.name}: job.submitTool must be snake_case verb_noun`);
+    if (
+      byName.has(name) ||
+      reports.has(name) ||
+      submitTools.has(name) ||
+      name === GET_JOB_TOOL ||
+      name === CANCEL_JOB_TOOL
+    )
+      throw new ConfigError(`duplicate tool name: ${name}`);
+    submitTools.set(name, entry);
+    tools.push({
+      name,
+      title: `${report.title} (as a job)`,
+      description: `${report.title}, run in the background for a client that cannot wait for it: answers at once with a job_id; poll get_report_job with it until the state is completed (the result is what ${report.name} answers) or failed, or stop it with cancel_report_job. Takes the arguments of ${report.name}. Example input: ${JSON.stringify(report.examples[0])}.`,
+      inputSchema: jsonSchema(report.input, 'input') as Tool['inputSchema'],
+      outputSchema: jsonSchema(jobOutput(entry.output), 'output') as Tool['outputSchema'],
+      annotations: { title: `${report.title} (as a job)`, ...SUBMIT_ANNOTATIONS },
+    });
+  }
+  const jobEntries = [...submitTools.values()];
+  if (jobEntries.length > 0) {
+    const results = jobEntries.map((e) => e.output);
+    const anyResult = results.length === 1 ? results[0]! : z.union(results as [z.ZodType, z.ZodType, ...z.ZodType[]]);
+    jobsOutput = jobOutput(anyResult);
+    const polled = jobEntries.map((e) => e.report.job!.submitTool).join(', ');
+    tools.push(
+      {
+        name: GET_JOB_TOOL,
+        title: 'Report job',
+        description: `The state of a report job (${polled}): pending or running with progress, completed with the report's result, failed with the reason, or cancelled. Poll it every poll_interval_ms until the state is final. Example input: {"job_id": "…"}.`,
+        inputSchema: jsonSchema(jobIdInput, 'input') as Tool['inputSchema'],
+        outputSchema: jsonSchema(jobsOutput, 'output') as Tool['outputSchema'],
+        annotations: { title: 'Report job', ...GET_ANNOTATIONS },
+      },
+      {
+        name: CANCEL_JOB_TOOL,
+        title: 'Cancel a report job',
+        description: `Stops a report job (${polled}) that is pending or running, cancelling its query on the database; answers with the job, which turns cancelled once its replica has stopped it. A finished job stays as it is. Example input: {"job_id": "…"}.`,
+        inputSchema: jsonSchema(jobIdInput, 'input') as Tool['inputSchema'],
+        outputSchema: jsonSchema(jobsOutput, 'output') as Tool['outputSchema'],
+        annotations: { title: 'Cancel a report job', ...CANCEL_ANNOTATIONS },
+      },
+    );
+  }
+  const isJobTool = (name: string): boolean =>
+    submitTools.has(name) || (jobEntries.length > 0 && (name === GET_JOB_TOOL || name === CANCEL_JOB_TOOL));
+  /**
+   * What a toolset allows: the tools it names, and the job tools of the reports it names (or of the
+   * submit tools it names); get_report_job and cancel_report_job come with any of those.
+   */
+  const allowed = (caller: Caller, name: string): boolean => {
+    if (!caller.tools || caller.tools.has(name)) return true;
+    const grants = (entry: ReportEntry): boolean =>
+      caller.tools!.has(entry.report.name) || caller.tools!.has(entry.report.job!.submitTool);
+    const submitted = submitTools.get(name);
+    if (submitted) return grants(submitted);
+    return isJobTool(name) && jobEntries.some(grants);
+  };
+
   const limits = options.limits;
   /** Runs one of a report's templates, through the same steps as a call of the template itself. */
   const runFor =
@@ -328,26 +428,48 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
       return data as never;
     };
 
+  const unknownTool = (name: string, deps: CallDeps, options: CallOptions): never => {
+    deps.audit.write({
+      request_id: randomUUID(),
+      caller: options.caller.id,
+      tool: String(name).slice(0, 100),
+      arguments: null,
+      outcome: 'unknown_tool',
+      error_class: 'protocol',
+      error_code: 'unknown_tool',
+      duration_ms: 0,
+      ...(options.traceparent === undefined ? {} : { traceparent: options.traceparent }),
+    });
+    // The same answer for a tool that does not exist and one outside the toolset: no probing.
+    throw new ProtocolError(INVALID_PARAMS, `Unknown tool: ${JSON.stringify(String(name).slice(0, 100))}`);
+  };
+
   return {
     tools,
-    toolsFor: (caller) => (caller.tools ? tools.filter((t) => caller.tools!.has(t.name)) : tools),
+    toolsFor: (caller) => (caller.tools ? tools.filter((t) => allowed(caller, t.name)) : tools),
+    runsAsJob: (name) => jobEntries.some((entry) => entry.report.name === name),
+    submit: async (name, args, deps, options) => {
+      const report = reports.get(name);
+      if (!report || !jobEntries.includes(report) || !allowed(options.caller, name)) {
+        return unknownTool(name, deps, options);
+      }
+      return submitJob(report, name, args, deps, options);
+    },
     call: async (name, args, deps, options) => {
+      if (isJobTool(name)) {
+        if (!allowed(options.caller, name)) return unknownTool(name, deps, options);
+        const submitted = submitTools.get(name);
+        if (submitted) {
+          const outcome = await submitJob(submitted, name, args, deps, options);
+          if ('result' in outcome) return outcome.result;
+          return successResult(jobView(outcome.job, deps.jobs!.pollIntervalMs));
+        }
+        return lookUpJob(name === GET_JOB_TOOL ? 'get' : 'cancel', name, args, jobsOutput!, deps, options);
+      }
       const entry = byName.get(name);
       const report = reports.get(name);
       if ((!entry && !report) || (options.caller.tools && !options.caller.tools.has(name))) {
-        deps.audit.write({
-          request_id: randomUUID(),
-          caller: options.caller.id,
-          tool: String(name).slice(0, 100),
-          arguments: null,
-          outcome: 'unknown_tool',
-          error_class: 'protocol',
-          error_code: 'unknown_tool',
-          duration_ms: 0,
-          ...(options.traceparent === undefined ? {} : { traceparent: options.traceparent }),
-        });
-        // The same answer for a tool that does not exist and one outside the toolset: no probing.
-        throw new ProtocolError(INVALID_PARAMS, `Unknown tool: ${JSON.stringify(String(name).slice(0, 100))}`);
+        return unknownTool(name, deps, options);
       }
       if (report) return runReport(report, args, deps, options, limits?.[name], runFor);
       return runTemplate(entry!, args, deps, options, limits?.[name]);
@@ -386,11 +508,18 @@ async function runReport(
   const record = callRecord(report.name, deps, options);
   const parsed = report.input.safeParse(rawArgs ?? {});
   if (!parsed.success) return record.reject(new ArgumentError(describeIssues(parsed.error, rawArgs, entry.knownArgs)));
-  record.args = parsed.data as Record<string, unknown>;
   const nowMs = (deps.now ?? Date.now)();
   const ctx: ReportContext = { ...deps.ctx, nowMs, today: localToday(deps.ctx.timeZone, nowMs) };
+  let args: unknown;
+  try {
+    args = report.resolve ? report.resolve(parsed.data, ctx) : parsed.data;
+  } catch (err) {
+    if (err instanceof ArgumentError) return record.reject(err);
+    throw err;
+  }
+  record.args = args as Record<string, unknown>;
   return admitted(record, deps, options, limit, async (signal) => {
-    const total = report.steps(parsed.data, ctx);
+    const total = report.steps(args, ctx);
     let done = 0;
     let rowCount = 0;
     const dataAsOf = new Date().toISOString();
@@ -399,12 +528,110 @@ async function runReport(
       done += 1;
       options.progress?.(done, Math.max(total, done), `${done} of ${Math.max(total, done)} queries done`);
     });
-    const output = await report.build(run, parsed.data, ctx);
+    const output = await report.build(run, args, ctx);
     // Every statement's snapshot is later than the instant taken before the first one.
     const checked = entry.output.safeParse({ ...output, data_as_of: dataAsOf });
     if (!checked.success) throw new ConfigError(`output does not match its schema: ${checked.error.message}`);
     return { data: checked.data, rowCount };
   });
+}
+
+/**
+ * Submits a report as a job: its arguments checked and resolved as a call of the report would be
+ * (so a mistake is told now, not when polling), then recorded in the job store, within the caller's
+ * bound on jobs in flight. It takes no admission and no rate token: the job's run does, when it runs.
+ */
+async function submitJob(
+  entry: ReportEntry,
+  tool: string,
+  rawArgs: unknown,
+  deps: CallDeps,
+  options: CallOptions,
+): Promise<{ readonly job: JobRow } | { readonly result: CallToolResult }> {
+  const { report } = entry;
+  const record = callRecord(tool, deps, options);
+  const parsed = report.input.safeParse(rawArgs ?? {});
+  if (!parsed.success) {
+    return { result: record.reject(new ArgumentError(describeIssues(parsed.error, rawArgs, entry.knownArgs))) };
+  }
+  const nowMs = (deps.now ?? Date.now)();
+  const ctx: ReportContext = { ...deps.ctx, nowMs, today: localToday(deps.ctx.timeZone, nowMs) };
+  let args: Record<string, unknown>;
+  try {
+    args = (report.resolve ? report.resolve(parsed.data, ctx) : parsed.data) as Record<string, unknown>;
+  } catch (err) {
+    if (err instanceof ArgumentError) return { result: record.reject(err) };
+    throw err;
+  }
+  record.args = args;
+  if (!deps.jobs) return { result: record.fail(new InfraError('database_unavailable'), new Error('no job store')) };
+  let submitted: JobRow | { inFlight: number };
+  try {
+    submitted = await deps.jobs.submit(options.caller.id, report.name, args);
+  } catch (err) {
+    return { result: record.fail(classifyDatabaseError(err), err) };
+  }
+  if ('inFlight' in submitted) {
+    const { maxPerCaller } = deps.jobs.settings;
+    return {
+      result: record.reject(
+        new ArgumentError(
+          [
+            {
+              field: 'jobs',
+              rule: `you have ${submitted.inFlight} jobs pending or running, the most one caller may have (QUERYGATE_MAX_JOBS_PER_CALLER = ${maxPerCaller}); wait for one to end (get_report_job) or cancel one (cancel_report_job), then submit again`,
+            },
+          ],
+          'too_many_jobs',
+        ),
+      ),
+    };
+  }
+  record.audit('ok');
+  return { job: submitted };
+}
+
+/**
+ * get_report_job and cancel_report_job: the caller's job as it stands (after asking for its cancel).
+ * A job id of another caller's gets the same answer as one that never was, or expired.
+ */
+async function lookUpJob(
+  kind: 'get' | 'cancel',
+  tool: string,
+  rawArgs: unknown,
+  output: z.ZodType,
+  deps: CallDeps,
+  options: CallOptions,
+): Promise<CallToolResult> {
+  const record = callRecord(tool, deps, options);
+  const parsed = jobIdInput.safeParse(rawArgs ?? {});
+  if (!parsed.success) return record.reject(new ArgumentError(describeIssues(parsed.error, rawArgs, ['job_id'])));
+  record.args = parsed.data;
+  if (!deps.jobs) return record.fail(new InfraError('database_unavailable'), new Error('no job store'));
+  let job: JobRow | undefined;
+  try {
+    const { job_id: id } = parsed.data;
+    job = kind === 'get' ? await deps.jobs.get(options.caller.id, id) : await deps.jobs.cancel(options.caller.id, id);
+  } catch (err) {
+    return record.fail(classifyDatabaseError(err), err);
+  }
+  if (!job) {
+    return record.reject(
+      new ArgumentError(
+        [
+          {
+            field: 'job_id',
+            rule: `names no job of yours: it was never submitted, or it expired (a job is kept ${deps.jobs.settings.ttlSeconds} seconds after it is submitted); submit the report again`,
+          },
+        ],
+        'unknown_job',
+      ),
+    );
+  }
+  const checked = output.safeParse(jobView(job, deps.jobs.pollIntervalMs));
+  if (!checked.success) return record.fail(new InfraError('query_failed'), new Error(checked.error.message));
+  record.audit('ok');
+  return successResult(checked.data as Record<string, unknown>);
 }
 
 function assertTemplate(t: AnyTemplate): void {
@@ -782,6 +1009,8 @@ async function answer(
 interface CallRecord {
   readonly requestId: string;
   args: Record<string, unknown> | null;
+  /** For a refusal: when a retry can succeed. */
+  retryAfterSeconds?: number;
   audit(outcome: AuditOutcome, fields?: Partial<AuditEntry>): void;
   fail(error: InfraError, cause?: unknown): CallToolResult;
   reject(error: ArgumentError): CallToolResult;
@@ -808,6 +1037,11 @@ function callRecord(name: string, deps: CallDeps, options: CallOptions): CallRec
         ...fields,
       });
       const { error_code, invalid_fields, row_count } = fields;
+      options.ended?.({
+        outcome,
+        ...(error_code === undefined ? {} : { code: error_code }),
+        ...(record.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: record.retryAfterSeconds }),
+      });
       options.report?.(REPORT_LEVEL[outcome], {
         tool: name,
         outcome,
@@ -819,6 +1053,7 @@ function callRecord(name: string, deps: CallDeps, options: CallOptions): CallRec
       });
     },
     fail: (error, cause) => {
+      record.retryAfterSeconds = error.retryAfterSeconds;
       if (cause !== undefined) {
         deps.logger.error('tool call failed', { request_id: requestId, ...trace, ...describeCause(cause) });
       }

@@ -48,6 +48,19 @@ export interface ReportTemplate<Args, Output extends Record<string, unknown>> ex
   /** How many template runs a call makes, for progress notifications. */
   readonly steps: (args: Args, ctx: ReportContext) => number;
   /**
+   * Resolves what depends on the day the call is made (a relative week) and checks what the input
+   * schema cannot (a week that has not begun), throwing an ArgumentError, before anything runs: a
+   * job's caller hears of a mistake when submitting, not when polling, and a job run again later by
+   * another replica covers the same weeks.
+   */
+  readonly resolve?: (args: Args, ctx: ReportContext) => Args;
+  /**
+   * Declares that the report also runs as a job, for a caller who cannot wait: the engine serves
+   * `submitTool` (the report's input, answered at once with a job id) beside get_report_job and
+   * cancel_report_job, and creates a task for a client of the tasks extension that calls the report.
+   */
+  readonly job?: { readonly submitTool: string };
+  /**
    * Builds the answer. An ArgumentError thrown here (a week in the future, say) is the caller's to
    * fix and comes back naming the field.
    */

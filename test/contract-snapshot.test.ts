@@ -36,6 +36,7 @@ describe('the public contract snapshot', () => {
         readerUrl: readerUrlFor(pack),
         templates: pack.templates,
         reports: pack.reports ?? [],
+        jobs: {},
       });
       try {
         const { tools } = await harness.client.listTools();

@@ -15,39 +15,9 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { withCredentials } from '../src/db/connect.js';
 import { CLI, runCli } from './support/cli.js';
+import { checkNamed, parseChecks, type ReportedCheck } from './support/doctor-report.js';
 import { connectAdmin } from './support/harness.js';
 import { eventually } from './support/scratch.js';
-
-interface ReportedCheck {
-  readonly status: 'PASS' | 'FAIL';
-  readonly name: string;
-  readonly detail: string;
-  fix?: string;
-}
-
-/** The check lines of a doctor report: `PASS  name  (detail)`, each failure followed by `fix: ...`. */
-function parseChecks(report: string): ReportedCheck[] {
-  const checks: ReportedCheck[] = [];
-  for (const line of report.split('\n')) {
-    const check = /^\s*(PASS|FAIL)\s+(.*)$/.exec(line);
-    if (check) {
-      // The name is separated from its detail by two or more spaces; names use single spaces.
-      const [name, ...detail] = check[2]!.split(/\s{2,}/);
-      checks.push({ status: check[1] as 'PASS' | 'FAIL', name: name!, detail: detail.join(' ') });
-      continue;
-    }
-    const fix = /^\s*fix:\s*(.*)$/.exec(line);
-    if (fix && checks.length > 0) checks[checks.length - 1]!.fix = fix[1];
-  }
-  return checks;
-}
-
-/** The one check whose name matches. */
-function checkNamed(checks: readonly ReportedCheck[], pattern: RegExp): ReportedCheck {
-  const found = checks.filter((c) => pattern.test(c.name));
-  expect(found, `checks named ${pattern} in ${JSON.stringify(checks.map((c) => c.name))}`).toHaveLength(1);
-  return found[0]!;
-}
 
 /** Every check the issue asks for, by a pattern of its name. */
 const REQUIRED_CHECKS = [

@@ -6,6 +6,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { JOB_SCHEMA } from '../src/db/job-role.js';
 import { connectAdmin } from './support/harness.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -66,7 +67,10 @@ describe('the engine knows no pack', () => {
           `select n.nspname as schema, c.relname as name
              from pg_class c join pg_namespace n on n.oid = c.relnamespace
             where c.relkind in ('r', 'p', 'v', 'm', 'f')
-              and n.nspname not in ('pg_catalog', 'information_schema', 'public') and n.nspname not like 'pg\\_%'`,
+              and n.nspname not in ('pg_catalog', 'information_schema', 'public') and n.nspname not like 'pg\\_%'
+              and n.nspname <> $1`,
+          // The engine's own job store is no pack's.
+          [JOB_SCHEMA],
         )
       ).rows;
     } finally {

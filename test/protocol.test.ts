@@ -3,7 +3,6 @@
  * through raw requests for what a well-behaved client never sends; 2025-11-25 through the SDK's v1
  * client, with logging/setLevel and completions.
  */
-import { request } from 'node:http';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernHttp } from '@modelcontextprotocol/client';
 import { StdioClientTransport as ModernStdio } from '@modelcontextprotocol/client/stdio';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -13,6 +12,7 @@ import { LoggingMessageNotificationSchema, type CallToolResult } from '@modelcon
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { CLI, startCli, type RunningCli } from './support/cli.js';
 import { connectAdmin } from './support/harness.js';
+import { post as postTo, type Answer } from './support/raw-http.js';
 import { loadSalesData, ordersBetween, type SalesData } from './support/sales-data.js';
 
 const MODERN = '2026-07-28';
@@ -60,41 +60,9 @@ const envelope = (extra: Record<string, unknown> = {}): Record<string, unknown> 
   ...extra,
 });
 
-interface Answer {
-  status: number;
-  headers: Record<string, unknown>;
-  body: string;
-  json: Record<string, unknown> & { id?: unknown; result?: Record<string, unknown>; error?: Record<string, unknown> };
-}
-
-/** A raw POST, so that headers and bodies a well-behaved client would never send can be. */
-function post(body: unknown, headers: Record<string, string | undefined> = {}): Promise<Answer> {
-  const sent: Record<string, string> = {
-    'content-type': 'application/json',
-    accept: 'application/json, text/event-stream',
-  };
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined) delete sent[name];
-    else sent[name] = value;
-  }
-  return new Promise((done, fail) => {
-    const req = request(url, { method: 'POST', headers: sent }, (res) => {
-      let text = '';
-      res.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
-      res.on('end', () => {
-        let json = {};
-        try {
-          json = JSON.parse(text) as object;
-        } catch {
-          // an SSE body: the test reads `body`
-        }
-        done({ status: res.statusCode ?? 0, headers: res.headers, body: text, json: json as Answer['json'] });
-      });
-    });
-    req.on('error', fail);
-    req.end(typeof body === 'string' ? body : JSON.stringify(body));
-  });
-}
+/** A raw POST to the server under test. */
+const post = (body: unknown, headers: Record<string, string | undefined> = {}): Promise<Answer> =>
+  postTo(url, body, headers);
 
 /** A well-formed 2026-07-28 request with its mirrored headers. */
 function modern(

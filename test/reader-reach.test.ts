@@ -12,42 +12,14 @@ import { DEFAULT_READER_ROLE } from '../src/config.js';
 import { withCredentials, withDatabase } from '../src/db/connect.js';
 import { startEmbedded, type EmbeddedDatabase } from '../src/db/embedded.js';
 import { migrateToLatest } from '../src/db/migrate.js';
-import { setReaderPassword } from '../src/db/reader-password.js';
+import { setRolePassword } from '../src/db/reader-password.js';
 import { silentLogger } from '../src/logger.js';
 import { runCli } from './support/cli.js';
+import { checkNamed, parseChecks, type ReportedCheck } from './support/doctor-report.js';
 import { startHarness, textOf } from './support/harness.js';
 import { eventually } from './support/scratch.js';
 import { startStartupProxy, type StartupProxy } from './support/startup-proxy.js';
 import { salesPack } from '../pack/index.js';
-
-interface ReportedCheck {
-  readonly status: 'PASS' | 'WARN' | 'FAIL';
-  readonly name: string;
-  readonly detail: string;
-  fix?: string;
-}
-
-/** The check lines of a doctor report, each with the `fix:` line under it, if any. */
-function parseChecks(report: string): ReportedCheck[] {
-  const checks: ReportedCheck[] = [];
-  for (const line of report.split('\n')) {
-    const check = /^\s*(PASS|WARN|FAIL)\s+(.*)$/.exec(line);
-    if (check) {
-      const [name, ...detail] = check[2]!.split(/\s{2,}/);
-      checks.push({ status: check[1] as ReportedCheck['status'], name: name!, detail: detail.join(' ') });
-      continue;
-    }
-    const fix = /^\s*fix:\s*(.*)$/.exec(line);
-    if (fix && checks.length > 0) checks[checks.length - 1]!.fix = fix[1];
-  }
-  return checks;
-}
-
-function checkNamed(checks: readonly ReportedCheck[], name: string): ReportedCheck {
-  const found = checks.filter((c) => c.name === name);
-  expect(found, `the check "${name}" in ${JSON.stringify(checks.map((c) => c.name))}`).toHaveLength(1);
-  return found[0]!;
-}
 
 const reader = `"${DEFAULT_READER_ROLE}"`;
 let dataDir: string;
@@ -238,7 +210,7 @@ describe('item 6: temp_file_limit when the admin is not a superuser', () => {
     expect((rows[0]!.config ?? []).some((entry) => entry.startsWith('temp_file_limit='))).toBe(false);
 
     const password = 'plain-reader-pw';
-    await setReaderPassword(server, role, password);
+    await setRolePassword(server, role, password);
     const readerUrl = withCredentials(withDatabase(database.readerUrl, name), role, password);
     const before = await runCli(['doctor'], { DATABASE_URL: readerUrl });
     const limit = checkNamed(parseChecks(before.stdout), 'temp_file_limit is set and cannot be lifted');

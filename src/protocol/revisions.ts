@@ -63,6 +63,11 @@ export interface Envelope {
   readonly logLevel?: ClientLogLevel;
   /** A valid W3C trace context from `_meta.traceparent`, in either era. */
   readonly traceparent?: string;
+  /**
+   * The extensions the client declares with this request (`clientCapabilities.extensions`). Only a
+   * modern request declares any: a legacy client's handshake offers none that this server serves.
+   */
+  readonly extensions: ReadonlySet<string>;
 }
 
 /** An error the edge answers before any handler runs, with the HTTP status the revision gives it. */
@@ -102,7 +107,7 @@ export function readEnvelope(params: Record<string, unknown> | undefined, header
       );
     }
     if (headerVersion !== undefined && !SUPPORTED_VERSIONS.includes(headerVersion)) throw unsupported(headerVersion);
-    return { era: 'legacy', version: headerVersion, ...trace };
+    return { era: 'legacy', version: headerVersion, extensions: NO_EXTENSIONS, ...trace };
   }
   const version = meta[META.protocolVersion];
   if (headerVersion !== undefined && version !== undefined && version !== headerVersion) {
@@ -135,7 +140,30 @@ export function readEnvelope(params: Record<string, unknown> | undefined, header
       400,
     );
   }
-  return { era: 'modern', version, ...(level === undefined ? {} : { logLevel: level as ClientLogLevel }), ...trace };
+  const declared = (meta[META.clientCapabilities] as Record<string, unknown>).extensions;
+  return {
+    era: 'modern',
+    version,
+    extensions: isObject(declared) ? new Set(Object.keys(declared)) : NO_EXTENSIONS,
+    ...(level === undefined ? {} : { logLevel: level as ClientLogLevel }),
+    ...trace,
+  };
+}
+
+const NO_EXTENSIONS: ReadonlySet<string> = new Set();
+
+/**
+ * The error a request gets when it needs an extension its client did not declare (2026-07-28's
+ * Missing Required Client Capability, answered with HTTP 400), naming the extension.
+ */
+export function missingExtension(extension: string, what: string): ProtocolError {
+  return new ProtocolError(
+    MISSING_CLIENT_CAPABILITY,
+    `Missing required client capability: ${what} needs ${extension}`,
+    {
+      requiredCapabilities: { extensions: { [extension]: {} } },
+    },
+  );
 }
 
 function unsupported(requested: string): EdgeError {
@@ -158,6 +186,9 @@ export function handshakeCapabilities(
   capabilities: Record<string, unknown>,
   unsolicited: boolean,
 ): Record<string, unknown> {
+  // The extensions served (tasks) are 2026-07-28's: a legacy request cannot declare them.
+  const { extensions: _modernOnly, ...legacy } = capabilities;
+  capabilities = legacy;
   if (unsolicited) return capabilities;
   const silenced = (value: Record<string, unknown>): Record<string, unknown> =>
     Object.fromEntries(
@@ -175,8 +206,9 @@ export interface CacheHint {
 }
 
 /**
- * A handler's result dressed for the request's era. Modern results say they are complete, name the
- * server in `_meta`, and carry their cache hint; legacy results go as they are.
+ * A handler's result dressed for the request's era. Modern results say they are complete (unless the
+ * handler says what else it is: a task handle, `resultType: "task"`), name the server in `_meta`,
+ * and carry their cache hint; legacy results go as they are.
  */
 export function dressResult(
   envelope: Envelope,
@@ -212,19 +244,22 @@ export function errorStatus(envelope: Envelope | undefined, code: number, fromEd
   return fromEdge ? 400 : 200;
 }
 
+/** The param a request's `Mcp-Name` header mirrors: a tool's or prompt's name, a URI, a task's id. */
+export type NameParam = 'name' | 'uri' | 'taskId';
+
 /** `=?base64?…?=`: how 2026-07-28 carries a header value that is not plain visible ASCII. */
 const BASE64_SENTINEL = /^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$/;
 const PLAIN_HEADER_VALUE = /^[\x20-\x7e\t]*$/;
 
 /**
  * 2026-07-28's check of the headers that mirror the body on HTTP: `Mcp-Method` must name the body's
- * method, and `Mcp-Name` the tool, prompt or resource the body names, for methods that name one.
+ * method, and `Mcp-Name` the tool, prompt, resource or task the body names, for methods that name one.
  * (The version header was checked with the envelope.)
  */
 export function checkMirroredHeaders(
   method: string,
   params: Record<string, unknown> | undefined,
-  nameParam: 'name' | 'uri' | undefined,
+  nameParam: NameParam | undefined,
   header: (name: string) => string | undefined,
 ): void {
   if (header('mcp-protocol-version') === undefined) {

@@ -46,6 +46,8 @@ export interface HttpOptions {
   readonly maxBodyBytes: number;
   /** Whether the reader role was checked and the database answers: /readyz. */
   readonly isReady: () => Promise<boolean>;
+  /** Told beside /readyz's status: whether the job store answers (absent without one). */
+  readonly jobStore?: () => Promise<'ok' | 'unavailable' | undefined>;
   /**
    * Key of the legacy session ids; replicas that share it accept each other's. A random one when
    * absent: ids then last as long as the process.
@@ -90,8 +92,9 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
         return sendError(res, 405, -32000, 'Method not allowed: probes take GET only');
       }
       const ready = path === '/healthz' || (await options.isReady());
+      const jobs = path === '/readyz' ? await options.jobStore?.() : undefined;
       res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ status: ready ? 'ok' : 'not ready' }));
+      res.end(JSON.stringify({ status: ready ? 'ok' : 'not ready', ...(jobs === undefined ? {} : { jobs }) }));
       return;
     }
     if (!allowedHosts.has((req.headers.host ?? '').toLowerCase())) {

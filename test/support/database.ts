@@ -20,7 +20,7 @@ import { salesPack } from '../../pack/index.js';
 import { seedDatabase } from '../../pack/seed.js';
 import { supportDeskPack } from '../../examples/support-desk/pack/index.js';
 import { seedSupportDesk } from '../../examples/support-desk/pack/seed.js';
-import { DEFAULT_READER_ROLE } from '../../src/config.js';
+import { DEFAULT_JOBS_ROLE, DEFAULT_READER_ROLE } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 
 /** The data set every test computes its expectations from (through the admin connection). */
@@ -35,6 +35,8 @@ export interface TestDatabase {
   readonly adminUrl: string;
   /** The sales pack's reader. */
   readonly readerUrl: string;
+  /** The job role: the job store. */
+  readonly jobsUrl: string;
   /** Each pack's reader, by pack name. */
   readonly packReaderUrls: Readonly<Record<string, string>>;
   stop(): Promise<void>;
@@ -69,6 +71,7 @@ export async function startTestDatabase(): Promise<TestDatabase> {
     kind: 'embedded',
     adminUrl: embedded.adminUrl,
     readerUrl: embedded.readerUrl,
+    jobsUrl: embedded.jobsUrl,
     packReaderUrls: { sales: embedded.readerUrl, support_desk: await addSupportDesk(embedded.adminUrl) },
     stop: async () => {
       await embedded.stop();
@@ -83,11 +86,24 @@ async function prepareExisting(
   stop: () => Promise<void>,
 ): Promise<TestDatabase> {
   const readerPassword = randomBytes(12).toString('base64url');
-  await prepareDatabase(adminUrl, { readerRole: DEFAULT_READER_ROLE, readerPassword, packs: [salesPack] }, logger);
+  const jobsPassword = randomBytes(12).toString('base64url');
+  await prepareDatabase(
+    adminUrl,
+    { readerRole: DEFAULT_READER_ROLE, readerPassword, jobsPassword, packs: [salesPack] },
+    logger,
+  );
   await seedDatabase(adminUrl, { ...TEST_SEED, replace: true }, logger);
   const readerUrl = withCredentials(adminUrl, DEFAULT_READER_ROLE, readerPassword);
+  const jobsUrl = withCredentials(adminUrl, DEFAULT_JOBS_ROLE, jobsPassword);
   const supportReaderUrl = await addSupportDesk(adminUrl);
-  return { kind, adminUrl, readerUrl, packReaderUrls: { sales: readerUrl, support_desk: supportReaderUrl }, stop };
+  return {
+    kind,
+    adminUrl,
+    readerUrl,
+    jobsUrl,
+    packReaderUrls: { sales: readerUrl, support_desk: supportReaderUrl },
+    stop,
+  };
 }
 
 /** Migrates the support desk for its own reader role and loads its test data; gives that reader's URL. */

@@ -12,10 +12,12 @@ import type { ServerContent } from '../../src/content.js';
 import { connectReader, type ReaderDatabase } from '../../src/db/connect.js';
 import { createCallLimits, type LimitsOptions } from '../../src/limits.js';
 import { createTokenizer } from '../../src/lib/masking.js';
-import { createLogger } from '../../src/logger.js';
+import { createLogger, type Logger } from '../../src/logger.js';
 import { createRegistry, type AnyTemplate, type Caller, type Registry } from '../../src/registry.js';
 import type { AnyReport } from '../../src/reports.js';
-import { createServer } from '../../src/server.js';
+import { runThrough, startJobService, type JobService, type JobSettings } from '../../src/jobs/service.js';
+import { openJobStore } from '../../src/jobs/store.js';
+import { createServer, type ServerDeps } from '../../src/server.js';
 
 export interface HarnessOptions {
   readonly readerUrl?: string;
@@ -39,6 +41,11 @@ export interface HarnessOptions {
   readonly content?: ServerContent;
   /** The revision the client speaks: 2025-11-25 after initialize (the default), or 2026-07-28. */
   readonly era?: 'legacy' | 'modern';
+  /**
+   * Serves the reports that declare `job` as jobs too, on the job store at `jobsUrl` (the shared test
+   * database's by default), with these settings over the defaults.
+   */
+  readonly jobs?: Partial<JobSettings> & { readonly jobsUrl?: string };
 }
 
 export interface Harness {
@@ -50,6 +57,8 @@ export interface Harness {
   /** Every audit entry written, unless an audit log was given. */
   readonly audits: AuditEntry[];
   readonly reader: ReaderDatabase;
+  /** The job service, when the harness serves jobs. */
+  readonly jobs: JobService | undefined;
   call(name: string, args: unknown): Promise<CallToolResult>;
   close(): Promise<void>;
 }
@@ -64,32 +73,33 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     { statementTimeoutMs: options.statementTimeoutMs ?? 5000, poolMax, applicationName: options.applicationName },
     logger,
   );
-  const server = createServer(
-    {
-      registry:
-        options.registry ??
-        createRegistry(options.templates ?? templates, {
-          reports: options.reports ?? (options.templates ? [] : reports),
-        }),
-      db: reader,
-      tokenize: createTokenizer(options.tokenKey ?? 'test-token-key'),
-      logger,
-      audit: options.audit ?? { write: (entry) => audits.push(entry), close: () => undefined },
-      limits: createCallLimits({
-        callsPerMinute: 10_000,
-        maxConcurrentPerCaller: 100,
-        maxActive: poolMax,
-        maxQueued: 100,
-        maxQueueWaitMs: 10_000,
-        ...options.limits,
-      }),
-      ctx: { timeZone: options.timeZone ?? 'UTC' },
-      isReady: options.isReady ?? (() => true),
-      ...(options.now ? { now: options.now } : {}),
-      ...(options.content ? { content: options.content } : {}),
-    },
-    options.caller ?? { id: 'test' },
-  );
+  const registry =
+    options.registry ??
+    createRegistry(options.templates ?? templates, {
+      reports: options.reports ?? (options.templates ? [] : reports),
+      jobs: options.jobs !== undefined,
+    });
+  const deps: ServerDeps = {
+    registry,
+    db: reader,
+    tokenize: createTokenizer(options.tokenKey ?? 'test-token-key'),
+    logger,
+    audit: options.audit ?? { write: (entry) => audits.push(entry), close: () => undefined },
+    limits: createCallLimits({
+      callsPerMinute: 10_000,
+      maxConcurrentPerCaller: 100,
+      maxActive: poolMax,
+      maxQueued: 100,
+      maxQueueWaitMs: 10_000,
+      ...options.limits,
+    }),
+    ctx: { timeZone: options.timeZone ?? 'UTC' },
+    isReady: options.isReady ?? (() => true),
+    ...(options.now ? { now: options.now } : {}),
+    ...(options.content ? { content: options.content } : {}),
+  };
+  const jobs = options.jobs && startTestJobs(options.jobs, deps, logger);
+  const server = createServer(jobs ? { ...deps, jobs } : deps, options.caller ?? { id: 'test' });
   const client = new Client({ name: 'querygate-tests', version: '1.0.0' });
   const modern = new ModernClient(
     { name: 'querygate-tests', version: '1.0.0' },
@@ -111,6 +121,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     logs,
     audits,
     reader,
+    jobs,
     call: async (name, args) =>
       (await (options.era === 'modern' ? modern : client).callTool({
         name,
@@ -119,9 +130,33 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     close: async () => {
       await (options.era === 'modern' ? modern : client).close();
       await server.close();
+      await jobs?.close();
       await reader.close();
     },
   };
+}
+
+/** A job service over the test job store, running jobs through the harness's registry. */
+function startTestJobs(
+  options: Partial<JobSettings> & { readonly jobsUrl?: string },
+  deps: ServerDeps,
+  logger: Logger,
+): JobService {
+  const url = options.jobsUrl ?? inject('jobsUrl');
+  return startJobService({
+    store: openJobStore(url),
+    url,
+    settings: {
+      ttlSeconds: 3600,
+      maxPerCaller: 2,
+      leaseSeconds: 15,
+      maxAttempts: 3,
+      maxRunning: 4,
+      ...options,
+    },
+    run: runThrough(deps.registry, deps),
+    logger,
+  });
 }
 
 export async function connectAdmin(): Promise<pg.Client> {

@@ -5,8 +5,9 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { DEFAULT_READER_ROLE } from '../../src/config.js';
-import { withDatabase } from '../../src/db/connect.js';
+import { DEFAULT_JOBS_ROLE, DEFAULT_READER_ROLE } from '../../src/config.js';
+import { adminKysely, withDatabase } from '../../src/db/connect.js';
+import { ensureJobStore } from '../../src/db/job-role.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { salesPack } from '../../pack/index.js';
 import { seedDatabase } from '../../pack/seed.js';
@@ -16,6 +17,8 @@ export interface ScratchDatabase {
   readonly name: string;
   readonly adminUrl: string;
   readonly readerUrl: string;
+  /** The job role's URL: the scratch database's own job store. */
+  readonly jobsUrl: string;
   /** An open admin connection to it. */
   readonly admin: pg.Client;
   drop(): Promise<void>;
@@ -30,6 +33,8 @@ export async function createScratchDatabase(
   await server.connect();
   await createClosedDatabase(server, name);
   const adminUrl = withDatabase(inject('adminUrl'), name);
+  const kysely = adminKysely(adminUrl);
+  await ensureJobStore(kysely, DEFAULT_JOBS_ROLE).finally(() => kysely.destroy());
   await migrateToLatest(adminUrl, salesPack, DEFAULT_READER_ROLE, silentLogger);
   if (seed) await seedDatabase(adminUrl, { ...seed, replace: false }, silentLogger);
   const admin = new pg.Client({ connectionString: adminUrl });
@@ -38,6 +43,7 @@ export async function createScratchDatabase(
     name,
     adminUrl,
     readerUrl: withDatabase(inject('readerUrl'), name),
+    jobsUrl: withDatabase(inject('jobsUrl'), name),
     admin,
     drop: async () => {
       await admin.end().catch(() => undefined);

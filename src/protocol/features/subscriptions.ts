@@ -14,7 +14,8 @@ import { watchVisibleTools } from '../../live-registry.js';
 import { followingTools, servedContent } from '../content-context.js';
 import type { Feature, HandlerContext } from '../dispatcher.js';
 import { INVALID_REQUEST, isObject } from '../json-rpc.js';
-import { EdgeError, META } from '../revisions.js';
+import { EdgeError, META, missingExtension } from '../revisions.js';
+import { TASKS_EXTENSION } from './tasks.js';
 
 const FLAGS = ['toolsListChanged', 'promptsListChanged', 'resourcesListChanged'] as const;
 
@@ -32,6 +33,15 @@ async function listen(params: Record<string, unknown>, ctx: HandlerContext): Pro
   for (const flag of FLAGS) {
     if (filter[flag] !== undefined && typeof filter[flag] !== 'boolean')
       throw invalid(`notifications.${flag} must be a boolean`);
+  }
+  // Task status notifications are the tasks extension's, which a client must declare to ask for; this
+  // server sends none (tasks/get is how a task is followed), so taskIds are never acknowledged.
+  const taskIds = filter.taskIds;
+  if (taskIds !== undefined) {
+    if (!ctx.clientExtensions.has(TASKS_EXTENSION)) throw missingExtension(TASKS_EXTENSION, 'notifications.taskIds');
+    if (!(Array.isArray(taskIds) && taskIds.every((id) => typeof id === 'string'))) {
+      throw invalid('notifications.taskIds must be a list of task ids');
+    }
   }
   const uris = filter.resourceSubscriptions;
   if (uris !== undefined && !(Array.isArray(uris) && uris.every((uri) => typeof uri === 'string'))) {

@@ -1,7 +1,11 @@
-/** Tools: the registry's templates, listed for the caller and run through its one door. */
+/**
+ * Tools: the registry's templates, listed for the caller and run through its one door. A tool that
+ * runs as a job answers a client of the tasks extension with a task handle (features/tasks.ts).
+ */
 import { INVALID_PARAMS, ProtocolError } from '../../errors.js';
 import type { Feature } from '../dispatcher.js';
 import { isObject } from '../json-rpc.js';
+import { acceptsTasks, createTaskResult } from './tasks.js';
 
 /**
  * The tool list changes when the configuration file is reloaded, which clients that listen are told
@@ -21,11 +25,18 @@ export const toolsFeature: Feature = {
     'tools/call': {
       eras: ['legacy', 'modern'],
       nameParam: 'name',
-      handle: async (params, { deps, caller, signal, traceparent, log, notify }) => {
+      handle: async (params, ctx) => {
+        const { deps, caller, signal, traceparent, log, notify } = ctx;
         const { name, arguments: args } = params;
         if (typeof name !== 'string') throw new ProtocolError(INVALID_PARAMS, 'Invalid params: name must be a string');
         if (args !== undefined && !isObject(args)) {
           throw new ProtocolError(INVALID_PARAMS, 'Invalid params: arguments must be an object');
+        }
+        // A tool that runs as a job, called by a client of the tasks extension: a task handle at once.
+        if (acceptsTasks(ctx) && deps.registry.runsAsJob(name)) {
+          const submitted = await deps.registry.submit(name, args, deps, { caller, traceparent, report: log });
+          if ('result' in submitted) return submitted.result as unknown as Record<string, unknown>;
+          return createTaskResult(submitted.job, deps.jobs!);
         }
         // A request that carries a progress token hears after each step of a call that takes several.
         const meta = isObject(params._meta) ? params._meta : undefined;

@@ -1,0 +1,91 @@
+/**
+ * The tools the engine makes for the reports that run as jobs, for clients without the tasks
+ * extension: a submit tool per report (its own input, answered at once with the job), and one
+ * get_report_job and one cancel_report_job for them all. Their contracts and their one answer shape
+ * are here; the registry lists and runs them (src/registry.ts), the job service keeps the jobs.
+ */
+import { z } from 'zod';
+import type { JobRow } from './store.js';
+
+export const GET_JOB_TOOL = 'get_report_job';
+export const CANCEL_JOB_TOOL = 'cancel_report_job';
+
+/** Submitting adds a job (a row, and one of the caller's in flight): not read-only, and each call adds another. */
+export const SUBMIT_ANNOTATIONS = {
+  readOnlyHint: false,
+  destructiveHint: false,
+  idempotentHint: false,
+  openWorldHint: false,
+} as const;
+/** Polling reads the job's state; it changes nothing a caller can see. */
+export const GET_ANNOTATIONS = {
+  readOnlyHint: true,
+  destructiveHint: false,
+  idempotentHint: true,
+  openWorldHint: false,
+} as const;
+/** Cancelling ends a job (no data changes; it can be submitted again), and a second cancel changes nothing more. */
+export const CANCEL_ANNOTATIONS = {
+  readOnlyHint: false,
+  destructiveHint: false,
+  idempotentHint: true,
+  openWorldHint: false,
+} as const;
+
+export const jobIdInput = z.strictObject({
+  job_id: z
+    .string()
+    .min(1, { error: 'must not be empty' })
+    .max(100, { error: 'is not a job id (at most 100 characters)' })
+    .describe('The job_id the submit tool answered with'),
+});
+
+const JOB_ERROR = z.object({
+  code: z.string().describe('A stable code: invalid_arguments, timeout, database_unavailable, abandoned, …'),
+  message: z.string().describe('What went wrong and what to do, safe to show'),
+});
+
+/** The answer of every job tool: the job as it stands, with `result` shaped as the report's output. */
+export function jobOutput(result: z.ZodType): z.ZodObject {
+  return z.object({
+    job_id: z.string().describe('Give it to get_report_job or cancel_report_job'),
+    tool: z.string().describe('The report the job runs'),
+    state: z
+      .enum(['pending', 'running', 'completed', 'failed', 'cancelled'])
+      .describe('pending or running: poll again after poll_interval_ms; the others are final'),
+    progress: z
+      .object({ done: z.number().int(), total: z.number().int(), message: z.string() })
+      .nullable()
+      .describe('Queries done of how many, once the report has run one'),
+    result: result.nullable().describe("When completed: the report's answer, as the report's own tool gives it"),
+    error: JOB_ERROR.nullable().describe('When failed: why'),
+    attempt: z.number().int().describe('Runs so far: more than 1 when a replica stopped and another took the job over'),
+    cancel_requested: z.boolean(),
+    created_at: z.string(),
+    updated_at: z.string(),
+    expires_at: z.string().describe('After it the job is deleted, and its id names no job'),
+    poll_interval_ms: z.number().int().describe('How long to wait before polling again'),
+  });
+}
+
+/** A job row as the job tools answer it. */
+export function jobView(job: JobRow, pollIntervalMs: number): Record<string, unknown> {
+  const structured = job.state === 'completed' ? job.result?.structuredContent : undefined;
+  return {
+    job_id: job.id,
+    tool: job.tool,
+    state: job.state,
+    progress:
+      job.progress_total === null
+        ? null
+        : { done: job.progress_done, total: job.progress_total, message: job.progress_message ?? '' },
+    result: structured ?? null,
+    error: job.state === 'failed' ? job.error : null,
+    attempt: job.attempts,
+    cancel_requested: job.cancel_requested,
+    created_at: job.created_at.toISOString(),
+    updated_at: job.updated_at.toISOString(),
+    expires_at: job.expires_at.toISOString(),
+    poll_interval_ms: pollIntervalMs,
+  };
+}
