@@ -86,7 +86,11 @@ export async function expectServes(
     await client.connect(transport);
     expect(client.getServerVersion()).toMatchObject({ name: 'querygate', version: packageJson.version });
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual([...templates, ...reports].map((t) => t.name).sort());
+    // The built-in database keeps jobs too: a report that runs as a job brings its submit tool and the two job tools.
+    const jobs = reports.flatMap((r) => (r.job ? [r.job.submitTool] : []));
+    const served = [...templates, ...reports].map((t) => t.name);
+    const listed = jobs.length > 0 ? [...served, ...jobs, 'get_report_job', 'cancel_report_job'] : served;
+    expect(tools.map((t) => t.name).sort()).toEqual(listed.sort());
     const result = (await client.callTool({
       name: 'query_order_count',
       arguments: { start_date: monthAgo, end_date: today },
