@@ -4,9 +4,9 @@
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import { createAuditLog } from './audit.js';
-import type { Toolsets } from './auth.js';
+import type { Grants } from './auth/index.js';
 import type { Config } from './config.js';
-import type { ConfigFile } from './config-file.js';
+import type { ConfigFile, OAuthSettings } from './config-file.js';
 import { contentOf } from './content.js';
 import { connectReader, redactUrl } from './db/connect.js';
 import {
@@ -75,8 +75,12 @@ export interface App {
   drain(): Promise<void>;
   /** Drains, then closes the pool, the probe connection, the audit log and the embedded database. */
   stop(): Promise<void>;
-  /** The toolsets of the configuration file in force, for bearer tokens that name one. */
-  readonly toolsets: Toolsets;
+  /** The toolsets and scopes of the configuration file in force, for the tokens that name them. */
+  readonly grants: Grants;
+  /** The OAuth settings of the configuration file, if it has them. */
+  readonly oauth: OAuthSettings | undefined;
+  /** Key of the hash that stands for OAuth subjects, derived from the token key so that replicas share it. */
+  readonly subjectKey: Uint8Array;
 }
 
 /** The longest a readiness probe takes, connecting included: Kubernetes' default probe timeout is 1 s. */
@@ -346,7 +350,9 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
     probeReady,
     probeJobStore,
     drain,
-    toolsets: live.toolsets,
+    grants: { toolsets: live.toolsets, scopes: live.scopes },
+    oauth: live.current().oauth,
+    subjectKey: createHmac('sha256', tokenKey).update('querygate subjects').digest(),
     sessionKey: createHmac('sha256', tokenKey).update('querygate mcp session ids').digest(),
     deps: served,
     stop: async () => {

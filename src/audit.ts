@@ -27,8 +27,18 @@ export interface AuditEntry {
   readonly traceparent?: string;
 }
 
+/** A refused authentication over HTTP: why, and from where; never any token material. */
+export interface AuthFailureAuditEntry {
+  readonly reason: string;
+  readonly status: number;
+  /** The source address, as the server throttles it. */
+  readonly source: string;
+}
+
 export interface AuditLog {
   write(entry: AuditEntry): void;
+  /** Absent where there is no HTTP edge to refuse anyone (the report CLI). */
+  writeAuthFailure?(entry: AuthFailureAuditEntry): void;
   close(): void;
 }
 
@@ -45,11 +55,16 @@ export function createAuditLog(path: string | undefined, now: () => Date = () =>
       throw new ConfigError(`QUERYGATE_AUDIT_LOG: ${path} is readable by others; chmod 600 it`);
     }
   }
-  const line = (entry: AuditEntry): string =>
-    `${JSON.stringify({ time: now().toISOString(), type: 'audit', ...entry })}\n`;
+  const line = (type: string, entry: object): string =>
+    `${JSON.stringify({ time: now().toISOString(), type, ...entry })}\n`;
+  // One write per line on an O_APPEND descriptor: lines from concurrent calls never interleave.
+  const out = (text: string): void => {
+    if (fd === undefined) process.stderr.write(text);
+    else writeSync(fd, text);
+  };
   return {
-    // One write per line on an O_APPEND descriptor: lines from concurrent calls never interleave.
-    write: (entry) => (fd === undefined ? process.stderr.write(line(entry)) : writeSync(fd, line(entry))) && undefined,
+    write: (entry) => out(line('audit', entry)),
+    writeAuthFailure: (entry) => out(line('auth_failure', entry)),
     close: () => {
       if (fd !== undefined) closeSync(fd);
     },

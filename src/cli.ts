@@ -4,7 +4,12 @@ import './node-compat.js'; // first: before pg is loaded
 import { createServer as createNetServer } from 'node:net';
 import { parseArgs } from 'node:util';
 import { openDatabase, startApp, STOP_GRACE_MS, type App } from './app.js';
-import { loadAuthenticator } from './auth.js';
+import {
+  createAuthenticator,
+  createFailureThrottle,
+  createOAuthResourceServer,
+  loadStaticTokens,
+} from './auth/index.js';
 import { loadConfig, type Config } from './config.js';
 import { connectReader, redactUrl } from './db/connect.js';
 import {
@@ -189,10 +194,18 @@ async function serve(
 
   try {
     if (options.http) {
-      const auth = loadAuthenticator(
-        { envToken: config.httpToken, file: config.httpTokensFile, toolsets: app.toolsets },
+      const staticTokens = loadStaticTokens(
+        { envToken: config.httpToken, file: config.httpTokensFile, grants: app.grants, logger },
         app.deps.registry.tools.map((t) => t.name),
       );
+      const oauth =
+        app.oauth && createOAuthResourceServer(app.oauth, { grants: app.grants, subjectKey: app.subjectKey, logger });
+      const auth = createAuthenticator({
+        ...(staticTokens ? { staticTokens } : {}),
+        ...(oauth ? { oauth: { settings: app.oauth!, server: oauth } } : {}),
+        grants: app.grants,
+      });
+      await oauth?.warm();
       const http = await serveHttp(
         app.deps,
         {
@@ -201,6 +214,15 @@ async function serve(
           allowedHosts: config.allowedHosts,
           allowedOrigins: config.allowedOrigins,
           auth,
+          failedAuth: createFailureThrottle({
+            failuresPerMinute: config.authFailuresPerMinute,
+            maxAddresses: 10_000,
+          }),
+          trustProxyHops: config.trustProxyHops,
+          onAuthFailure: (event) => {
+            // Every client's first request has no token: that is discovery, not a failure worth a line.
+            if (event.reason !== 'missing_token') app.deps.audit.writeAuthFailure?.(event);
+          },
           // Room for a client's initialize and list requests around its calls.
           requestBuckets: createTokenBuckets(config.rateLimitPerMinute * 5),
           maxBodyBytes: 1 << 20,
@@ -210,7 +232,11 @@ async function serve(
         },
         logger,
       );
-      logger.info(`listening on ${http.url}`, { url: http.url, tokens: auth?.count ?? 0 });
+      logger.info(`listening on ${http.url}`, {
+        url: http.url,
+        tokens: auth?.staticTokens ?? 0,
+        ...(app.oauth ? { oauth: app.oauth.authorizationServers.map((as) => as.issuer) } : {}),
+      });
       try {
         await Promise.race([stopSignal, failed]);
       } finally {

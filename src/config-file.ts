@@ -33,7 +33,68 @@ export interface ConfigFile {
   /** Groups of fewer distinct people than this are left out of grouped results. */
   /** Overrides each pack's own threshold when set. */
   readonly smallGroupThreshold: number | undefined;
+  /**
+   * What each OAuth scope grants, by scope name: toolsets, or "*" for every served tool. A token's
+   * tools are the union over its scopes. Static tokens may name scopes too.
+   */
+  readonly scopes: Readonly<Record<string, readonly string[]>>;
+  /** The OAuth resource server's settings; without them only static tokens authenticate. Read at start-up. */
+  readonly oauth: OAuthSettings | undefined;
 }
+
+/** One authorization server whose access tokens are accepted. */
+export interface AuthorizationServerSettings {
+  /** The issuer identifier: its tokens' `iss`, and where its metadata is found. */
+  readonly issuer: string;
+  /** The `aud` its tokens must carry; this server's canonical URL when absent (RFC 8707). */
+  readonly audience: readonly string[] | undefined;
+  /** Where its signing keys are; from its metadata when absent. */
+  readonly jwksUri: string | undefined;
+  /** The signature algorithms accepted: asymmetric ones only. */
+  readonly algorithms: readonly string[];
+  /** RFC 7662 introspection of opaque tokens; JWTs only when absent. */
+  readonly introspection:
+    { readonly endpoint: string | undefined; readonly clientId: string; readonly clientSecretEnv: string } | undefined;
+}
+
+/** How a token claim becomes a data-scope dimension. */
+export interface DataScopeClaim {
+  readonly claim: string;
+  /** A token without the claim: refused (the default), or let through unscoped on that dimension. */
+  readonly whenMissing: 'refuse' | 'unscoped';
+}
+
+export interface OAuthSettings {
+  /** This server's canonical URL, as clients reach it (https://host/mcp): the resource of RFC 8707 and 9728. */
+  readonly resource: string;
+  readonly authorizationServers: readonly AuthorizationServerSettings[];
+  /** Data-scope dimension → the claim carrying its values. */
+  readonly dataScope: Readonly<Record<string, DataScopeClaim>>;
+  /** Whether audit lines carry a keyed hash of the subject instead of the subject itself. */
+  readonly hashSubjects: boolean;
+  /** Leeway on exp and nbf. */
+  readonly clockSkewSeconds: number;
+  /** Least time between two fetches of an issuer's keys on an unknown `kid`. */
+  readonly jwksRefetchSeconds: number;
+  /** How long fetched keys are trusted before they are fetched again. */
+  readonly jwksMaxAgeSeconds: number;
+}
+
+/** Asymmetric JWS algorithms: a token's key must be the issuer's published public key. */
+export const ASYMMETRIC_ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'Ed25519',
+] as const;
+const DEFAULT_ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA', 'Ed25519'];
 
 /** A pack the server could serve: its name, where it was loaded from (for `path` entries), its templates. */
 export interface AvailablePack {
@@ -63,6 +124,8 @@ export interface ConfigFileOptions {
 const WHERE = 'QUERYGATE_CONFIG';
 const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 const MIN_TOKEN_KEY_LENGTH = 16;
+/** RFC 6749's scope-token characters. */
+const SCOPE = /^[\x21\x23-\x5b\x5d-\x7e]{1,128}$/;
 
 function schema(options: ConfigFileOptions) {
   const wholeNumber = { error: 'must be a whole number' };
@@ -117,9 +180,82 @@ function schema(options: ConfigFileOptions) {
         .min(MIN_TOKEN_KEY_LENGTH, `must be at least ${MIN_TOKEN_KEY_LENGTH} characters`)
         .optional(),
       small_group_threshold: z.int(wholeNumber).min(2, 'must be at least 2').optional(),
+      scopes: z
+        .record(
+          z.string().regex(SCOPE, 'a scope is 1 to 128 printable characters without spaces, quotes or backslashes'),
+          z
+            .array(z.string({ error: 'must be a toolset name or "*"' }), { error: 'must be a list' })
+            .min(1, 'must grant at least one toolset, or "*"'),
+          {
+            error: (issue) =>
+              issue.code === 'invalid_type' ? 'must be a mapping of scopes to lists of toolsets' : undefined,
+          },
+        )
+        .default({}),
+      oauth: oauthSchema(wholeNumber).optional(),
     },
     { error: 'must be a mapping' },
   );
+}
+
+const httpUrl = (what: string) =>
+  z.string({ error: `must be ${what}` }).refine((value) => {
+    try {
+      const url = new URL(value);
+      return (url.protocol === 'https:' || url.protocol === 'http:') && url.hash === '' && url.username === '';
+    } catch {
+      return false;
+    }
+  }, `must be ${what}: an http(s) URL without a fragment or credentials`);
+
+function oauthSchema(wholeNumber: { error: string }) {
+  const server = z.strictObject({
+    issuer: httpUrl('the issuer identifier'),
+    audience: z
+      .union([z.string(), z.array(z.string()).min(1, 'must list at least one audience')], {
+        error: 'must be a string or a list of strings',
+      })
+      .optional(),
+    jwks_uri: httpUrl('a URL').optional(),
+    algorithms: z
+      .array(
+        z.enum(ASYMMETRIC_ALGORITHMS, {
+          error: `must be one of ${ASYMMETRIC_ALGORITHMS.join(', ')}: never "none", never an HMAC algorithm, whose key would be the public one`,
+        }),
+        { error: 'must be a list' },
+      )
+      .min(1, 'must list at least one algorithm')
+      .optional(),
+    introspection: z
+      .strictObject({
+        endpoint: httpUrl('a URL').optional(),
+        client_id: z.string({ error: 'must be a string' }).min(1, 'must not be empty'),
+        client_secret_env: z
+          .string({ error: 'must be the name of an environment variable' })
+          .regex(/^[A-Z_][A-Z0-9_]*$/, 'must be the name of an environment variable'),
+      })
+      .optional(),
+  });
+  return z.strictObject({
+    resource: httpUrl("this server's canonical URL"),
+    authorization_servers: z.array(server, { error: 'must be a list' }).min(1, 'must list at least one'),
+    data_scope: z
+      .record(
+        z.string().regex(NAME, 'a dimension name is 1 to 64 letters, digits, _ . or -'),
+        z.strictObject({
+          claim: z.string({ error: 'must be a claim name' }).min(1, 'must not be empty'),
+          when_missing: z.enum(['refuse', 'unscoped'], { error: 'must be "refuse" or "unscoped"' }).default('refuse'),
+        }),
+      )
+      .default({}),
+    hash_subjects: z.boolean({ error: 'must be true or false' }).default(true),
+    clock_skew_seconds: z.int(wholeNumber).min(0, 'must not be negative').max(300, 'must be at most 300').default(30),
+    jwks_refetch_seconds: z
+      .int(wholeNumber)
+      .min(1, 'must be at least 1: an unknown kid must not make every request fetch keys')
+      .default(60),
+    jwks_max_age_seconds: z.int(wholeNumber).min(60, 'must be at least 60').default(600),
+  });
 }
 
 /** `packs[0].templates[1]`, `limits.query_sales.max_rows`: where a field is, as the file spells it. */
@@ -173,6 +309,31 @@ export function parseConfigFile(value: unknown, options: ConfigFileOptions): Con
     timeZone: file.time_zone,
     tokenKey: file.token_key,
     smallGroupThreshold: file.small_group_threshold,
+    scopes: file.scopes,
+    oauth: file.oauth && {
+      resource: file.oauth.resource,
+      authorizationServers: file.oauth.authorization_servers.map((as) => ({
+        issuer: as.issuer,
+        audience: as.audience === undefined ? undefined : [as.audience].flat(),
+        jwksUri: as.jwks_uri,
+        algorithms: as.algorithms ?? DEFAULT_ALGORITHMS,
+        introspection: as.introspection && {
+          endpoint: as.introspection.endpoint,
+          clientId: as.introspection.client_id,
+          clientSecretEnv: as.introspection.client_secret_env,
+        },
+      })),
+      dataScope: Object.fromEntries(
+        Object.entries(file.oauth.data_scope).map(([dimension, { claim, when_missing }]) => [
+          dimension,
+          { claim, whenMissing: when_missing },
+        ]),
+      ),
+      hashSubjects: file.oauth.hash_subjects,
+      clockSkewSeconds: file.oauth.clock_skew_seconds,
+      jwksRefetchSeconds: file.oauth.jwks_refetch_seconds,
+      jwksMaxAgeSeconds: file.oauth.jwks_max_age_seconds,
+    },
   };
 }
 
@@ -259,6 +420,16 @@ export function resolveConfigFile(file: ConfigFile, available: readonly Availabl
   for (const [toolset, members] of Object.entries(file.toolsets)) {
     members.forEach((name, j) => {
       if (!served(name)) problems.push(`${fieldPath(['toolsets', toolset, j])}: "${name}" is not a served tool`);
+    });
+  }
+  const toolsets = Object.keys(file.toolsets);
+  for (const [scope, granted] of Object.entries(file.scopes)) {
+    granted.forEach((toolset, j) => {
+      if (toolset !== '*' && !toolsets.includes(toolset)) {
+        problems.push(
+          `${fieldPath(['scopes', scope, j])}: "${toolset}" is not a toolset (${toolsets.length === 0 ? 'none are configured' : `the toolsets: ${toolsets.join(', ')}`}), nor "*"`,
+        );
+      }
     });
   }
   for (const tool of Object.keys(file.limits)) {

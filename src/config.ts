@@ -49,6 +49,10 @@ export interface Config {
   readonly httpToken: string | undefined;
   /** JSON file of named bearer tokens with optional toolsets. */
   readonly httpTokensFile: string | undefined;
+  /** Failed authentications one source address may make per minute before it gets 429. */
+  readonly authFailuresPerMinute: number;
+  /** Proxies in front whose X-Forwarded-For entries are believed for the source address. */
+  readonly trustProxyHops: number;
   readonly allowedHosts: readonly string[];
   readonly allowedOrigins: readonly string[];
   /** How long a stopping server waits for calls in flight. */
@@ -113,6 +117,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     auditLog: nonEmpty(env.QUERYGATE_AUDIT_LOG),
     httpToken: present(env, 'QUERYGATE_HTTP_TOKEN'),
     httpTokensFile: nonEmpty(env.QUERYGATE_HTTP_TOKENS_FILE),
+    authFailuresPerMinute: positiveInt(env, 'QUERYGATE_AUTH_FAILURES_PER_MINUTE', 10),
+    trustProxyHops: wholeNumber(env, 'QUERYGATE_TRUST_PROXY_HOPS', 0),
     allowedHosts: list(env.QUERYGATE_ALLOWED_HOSTS),
     allowedOrigins: list(env.QUERYGATE_ALLOWED_ORIGINS),
     shutdownTimeoutMs: positiveInt(env, 'QUERYGATE_SHUTDOWN_TIMEOUT_MS', 10_000),
@@ -167,6 +173,13 @@ function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): nu
   if (!/^[1-9][0-9]{0,8}$/.test(raw)) {
     throw new ConfigError(`${name}: "${raw}" is not a positive integer`);
   }
+  return Number(raw);
+}
+
+function wholeNumber(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = nonEmpty(env[name]);
+  if (raw === undefined) return fallback;
+  if (!/^(0|[1-9][0-9]{0,2})$/.test(raw)) throw new ConfigError(`${name}: "${raw}" is not a whole number`);
   return Number(raw);
 }
 

@@ -6,7 +6,7 @@
  */
 import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
-import type { Toolsets } from './auth.js';
+import type { ScopeGrants, Toolsets } from './auth/index.js';
 import type { Config } from './config.js';
 import {
   parseConfigFile,
@@ -119,6 +119,8 @@ export interface LiveConfig {
   readonly ctx: QueryContext;
   /** The toolsets in force, for bearer tokens that name one. */
   readonly toolsets: Toolsets;
+  /** The scopes in force: the toolsets each grants. */
+  readonly scopes: ScopeGrants;
   /** The masking key the file sets, if any; it changes only with a restart. */
   readonly tokenKey: string | undefined;
   /** The configuration in force. */
@@ -164,6 +166,7 @@ export function openLiveConfig(
         ),
       }),
       toolsets: new Map(Object.entries(resolved.toolsets).map(([name, tools]) => [name, new Set(tools)])),
+      scopes: new Map(Object.entries(resolved.scopes)),
     };
   };
   const path = config.configFile;
@@ -176,6 +179,9 @@ export function openLiveConfig(
     if (file.tokenKey !== tokenKey) {
       throw new ConfigError('QUERYGATE_CONFIG token_key: changes only with a restart, since every token would change');
     }
+    if (JSON.stringify(file.oauth) !== JSON.stringify(state.resolved.oauth)) {
+      throw new ConfigError('QUERYGATE_CONFIG oauth: changes only with a restart');
+    }
     state = build(file);
     registry.replace(state.registry);
   };
@@ -187,6 +193,7 @@ export function openLiveConfig(
       },
     },
     toolsets: () => state.toolsets,
+    scopes: () => state.scopes,
     tokenKey,
     current: () => state.resolved,
     watch: () => {

@@ -196,6 +196,12 @@ export interface Caller {
   readonly id: string;
   /** The tools this caller may see and call; undefined means all. */
   readonly tools?: ReadonlySet<string>;
+  /** Data-scope values by dimension: the caller sees only rows whose dimension value is one of these. Undefined or {}: unscoped. */
+  readonly dataScope?: Readonly<Record<string, readonly string[]>>;
+  /** Who the caller is, for the audit line only (already hashed when the configuration asks for it). */
+  readonly subject?: string;
+  /** The OAuth client the caller used, for the audit line only. */
+  readonly clientId?: string;
 }
 
 /** The levels of a log message to the client (MCP's, from syslog). */

@@ -10,7 +10,7 @@ import {
   type AvailablePack,
   type ConfigFile,
 } from '../src/config-file.js';
-import { loadAuthenticator } from '../src/auth.js';
+import { loadStaticTokens } from '../src/auth/index.js';
 import { ConfigError } from '../src/errors.js';
 
 const OPTIONS = { statementTimeoutMs: 5000 };
@@ -21,6 +21,14 @@ const AVAILABLE: AvailablePack[] = [
   },
   { pack: 'support', path: './support/pack/index.js', templates: [{ name: 'query_ticket_volume' }] },
 ];
+
+/** A tokens file of one token, readable by its owner only. */
+function writeTokensFile(folder: string, token: Record<string, unknown>): string {
+  const path = join(folder, 'tokens.json');
+  writeFileSync(path, JSON.stringify({ tokens: [token] }));
+  chmodSync(path, 0o600);
+  return path;
+}
 
 /** The message a file is refused with. */
 function refusal(check: () => unknown): string {
@@ -189,18 +197,17 @@ describe('the file on disk', () => {
 describe('a bearer token that names a toolset', () => {
   const folder = mkdtempSync(join(tmpdir(), 'querygate-tokens-'));
   afterAll(() => rmSync(folder, { recursive: true, force: true }));
-  const tokensFile = (token: Record<string, unknown>): string => {
-    const path = join(folder, 'tokens.json');
-    writeFileSync(path, JSON.stringify({ tokens: [{ name: 'desk', token: 'desk-token-0123456789', ...token }] }));
-    chmodSync(path, 0o600);
-    return path;
-  };
+  const tokensFile = (token: Record<string, unknown>): string =>
+    writeTokensFile(folder, { name: 'desk', token: 'desk-token-0123456789', ...token });
   const known = ['query_order_count', 'query_sales'];
 
   it('sees the toolset in force at each request, and nothing once a reload removed it', () => {
     let toolsets = new Map([['analysts', new Set(['query_sales'])]]);
-    const auth = loadAuthenticator({ file: tokensFile({ toolset: 'analysts' }), toolsets: () => toolsets }, known)!;
-    const caller = auth.authenticate('Bearer desk-token-0123456789')!;
+    const grants = { toolsets: () => toolsets, scopes: () => new Map() };
+    const tokens = loadStaticTokens({ file: tokensFile({ toolset: 'analysts' }), grants }, known)!;
+    const found = tokens.check('desk-token-0123456789');
+    if (!found?.ok) throw new Error('the token was not accepted');
+    const { caller } = found;
     expect([...caller.tools!]).toEqual(['query_sales']);
     toolsets = new Map([['analysts', new Set(['query_sales', 'query_order_count'])]]);
     expect([...caller.tools!]).toEqual(['query_sales', 'query_order_count']);
@@ -209,17 +216,135 @@ describe('a bearer token that names a toolset', () => {
   });
 
   it('is refused at start-up when the toolset does not exist, or with tools besides', () => {
-    const toolsets = () => new Map([['analysts', new Set(['query_sales'])]]);
-    expect(refusal(() => loadAuthenticator({ file: tokensFile({ toolset: 'nobody' }), toolsets }, known))).toMatch(
+    const grants = { toolsets: () => new Map([['analysts', new Set(['query_sales'])]]), scopes: () => new Map() };
+    expect(refusal(() => loadStaticTokens({ file: tokensFile({ toolset: 'nobody' }), grants }, known))).toMatch(
       /tokens\[0\]\.toolset: one of analysts$/,
     );
-    expect(refusal(() => loadAuthenticator({ file: tokensFile({ toolset: 'analysts' }) }, known))).toMatch(
+    expect(refusal(() => loadStaticTokens({ file: tokensFile({ toolset: 'analysts' }) }, known))).toMatch(
       /tokens\[0\]\.toolset: no toolsets are configured \(QUERYGATE_CONFIG toolsets\)$/,
     );
     expect(
       refusal(() =>
-        loadAuthenticator({ file: tokensFile({ toolset: 'analysts', tools: ['query_sales'] }), toolsets }, known),
+        loadStaticTokens({ file: tokensFile({ toolset: 'analysts', tools: ['query_sales'] }), grants }, known),
       ),
-    ).toMatch(/tokens\[0\]: give either "tools" or "toolset"$/);
+    ).toMatch(/tokens\[0\]: give only one of "tools", "toolset" or "scopes"$/);
+  });
+});
+
+describe('a static token with scopes, a data scope and an expiry', () => {
+  const folder = mkdtempSync(join(tmpdir(), 'querygate-scoped-tokens-'));
+  afterAll(() => rmSync(folder, { recursive: true, force: true }));
+  const tokensFile = (token: Record<string, unknown>): string =>
+    writeTokensFile(folder, { name: 'eu-cron', token: 'eu-cron-token-0123456789', ...token });
+  const known = ['query_order_count', 'query_sales', 'weekly_sales_report'];
+  let scopes = new Map<string, readonly string[]>([
+    ['sales:read', ['analysts']],
+    ['sales:all', ['*']],
+  ]);
+  const grants = {
+    toolsets: () => new Map([['analysts', new Set(['query_order_count', 'query_sales'])]]),
+    scopes: () => scopes,
+  };
+  const dimensions = new Set(['region']);
+
+  it('gets the tools its scopes grant, following a reload, and carries its data scope', () => {
+    const tokens = loadStaticTokens(
+      { file: tokensFile({ scopes: ['sales:read'], data_scope: { region: 'Europe' } }), grants, dimensions },
+      known,
+    )!;
+    const found = tokens.check('eu-cron-token-0123456789');
+    if (!found?.ok) throw new Error('the token was not accepted');
+    expect(found.scopes).toEqual(['sales:read']);
+    expect([...found.caller.tools!]).toEqual(['query_order_count', 'query_sales']);
+    expect(found.caller.dataScope).toEqual({ region: ['Europe'] });
+    scopes = new Map([['sales:read', ['*']]]);
+    expect(found.caller.tools).toBeUndefined();
+    scopes = new Map();
+    expect([...found.caller.tools!]).toEqual([]);
+  });
+
+  it('is refused from its expiry on, saying when it expired', () => {
+    let now = Date.parse('2027-03-30T23:59:59Z');
+    const tokens = loadStaticTokens({ file: tokensFile({ expires: '2027-03-31' }), grants, now: () => now }, known)!;
+    expect(tokens.check('eu-cron-token-0123456789')?.ok).toBe(true);
+    now += 1000;
+    expect(tokens.check('eu-cron-token-0123456789')).toEqual({
+      ok: false,
+      reason: 'expired',
+      status: 401,
+      description: 'the token expired at 2027-03-31T00:00:00.000Z',
+    });
+    expect(tokens.check('another-token-0123456789')).toBeUndefined();
+  });
+
+  it('is refused at start-up with a bad expiry, scope or data scope, naming the field', () => {
+    scopes = new Map([['sales:read', ['analysts']]]);
+    const load = (token: Record<string, unknown>) => () =>
+      loadStaticTokens({ file: tokensFile(token), grants, dimensions }, known);
+    expect(refusal(load({ expires: '2027-02-30' }))).toMatch(/tokens\[0\]\.expires: a date/);
+    expect(refusal(load({ expires: 'next year' }))).toMatch(/tokens\[0\]\.expires: a date/);
+    expect(refusal(load({ scopes: ['sales:write'] }))).toMatch(
+      /tokens\[0\]\.scopes: a list of scopes from sales:read$/,
+    );
+    expect(refusal(load({ data_scope: { country: ['FR'] } }))).toMatch(
+      /tokens\[0\]\.data_scope\.country: not a data-scope dimension of the served packs \(region\)$/,
+    );
+    expect(refusal(load({ data_scope: { region: [] } }))).toMatch(/data_scope\.region: a value or a non-empty list/);
+    expect(refusal(load({ scope: 'sales:read' }))).toMatch(/tokens\[0\]: unknown key "scope"$/);
+  });
+});
+
+describe('the oauth section', () => {
+  const oauth = (extra: Record<string, unknown> = {}, server: Record<string, unknown> = {}) => ({
+    oauth: {
+      resource: 'https://querygate.example.com/mcp',
+      authorization_servers: [{ issuer: 'https://idp.example.com/realms/sales', ...server }],
+      ...extra,
+    },
+  });
+
+  it('reads the settings, with safe defaults', () => {
+    expect(parseConfigFile(oauth(), OPTIONS).oauth).toEqual({
+      resource: 'https://querygate.example.com/mcp',
+      authorizationServers: [
+        {
+          issuer: 'https://idp.example.com/realms/sales',
+          audience: undefined,
+          jwksUri: undefined,
+          algorithms: ['RS256', 'PS256', 'ES256', 'EdDSA', 'Ed25519'],
+          introspection: undefined,
+        },
+      ],
+      dataScope: {},
+      hashSubjects: true,
+      clockSkewSeconds: 30,
+      jwksRefetchSeconds: 60,
+      jwksMaxAgeSeconds: 600,
+    });
+  });
+
+  it('refuses HMAC and "none" algorithms, a resource with a fragment, and a refetch interval of 0', () => {
+    expect(refusal(() => parseConfigFile(oauth({}, { algorithms: ['HS256'] }), OPTIONS))).toMatch(
+      /oauth\.authorization_servers\[0\]\.algorithms\[0\]: must be one of RS256, .*never an HMAC algorithm/,
+    );
+    expect(refusal(() => parseConfigFile(oauth({}, { algorithms: ['none'] }), OPTIONS))).toMatch(
+      /algorithms\[0\]: must be one of/,
+    );
+    expect(refusal(() => parseConfigFile(oauth({ resource: 'https://q.example.com/mcp#x' }), OPTIONS))).toMatch(
+      /oauth\.resource: must be this server's canonical URL/,
+    );
+    expect(refusal(() => parseConfigFile(oauth({ jwks_refetch_seconds: 0 }), OPTIONS))).toMatch(
+      /oauth\.jwks_refetch_seconds: must be at least 1/,
+    );
+  });
+
+  it('refuses a scope that grants a toolset the file does not define', () => {
+    const file = parseConfigFile(
+      { toolsets: { analysts: ['query_sales'] }, scopes: { 'sales:read': ['analysts', 'reporters'] } },
+      OPTIONS,
+    );
+    expect(refusal(() => resolveConfigFile(file, AVAILABLE))).toMatch(
+      /scopes\["sales:read"\]\[1\]: "reporters" is not a toolset \(the toolsets: analysts\), nor "\*"$/,
+    );
   });
 });

@@ -10,11 +10,12 @@
  * fail, saying so. QUERYGATE_BROWSER_TESTS=0 skips them on a machine without a browser; CI never sets
  * it (.ci/run installs Chromium). QUERYGATE_SCREENSHOTS=docs writes the README's screenshots.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BROWSER_TESTS, launchChromium } from './support/browser.js';
 import { runCli } from './support/cli.js';
 import {
   addEuroOrders,
@@ -25,7 +26,6 @@ import {
 } from './support/sales-reports.js';
 import { createScratchDatabase, type ScratchDatabase } from './support/scratch.js';
 
-const CHROMIUM = process.env.QUERYGATE_CHROMIUM ?? '/usr/bin/chromium';
 const SCREENSHOTS = process.env.QUERYGATE_SCREENSHOTS;
 
 let scratch: ScratchDatabase;
@@ -100,24 +100,9 @@ async function screenshot(page: Page, name: string): Promise<void> {
   if (SCREENSHOTS) await page.screenshot({ fullPage: true, path: resolve(SCREENSHOTS, `${name}.png`) });
 }
 
-describe.skipIf(process.env.QUERYGATE_BROWSER_TESTS === '0')('report pages in headless Chromium', () => {
+describe.skipIf(!BROWSER_TESTS)('report pages in headless Chromium', () => {
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) {
-      throw new Error(
-        `no Chromium at ${CHROMIUM}: apt-get install -y chromium (or QUERYGATE_CHROMIUM=path); QUERYGATE_BROWSER_TESTS=0 skips these tests`,
-      );
-    }
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--no-first-run',
-      ],
-    });
+    browser = await launchChromium();
     scratch = await createScratchDatabase('report_html', { orders: 4000, until: '2025-06-30' });
     await addEuroOrders(scratch.admin);
     await addHostileSales(scratch.admin);

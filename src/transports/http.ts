@@ -14,7 +14,12 @@ import {
 } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import type { Authenticator } from '../auth.js';
+import {
+  createFailureThrottle,
+  type AuthFailureReason,
+  type Authenticator,
+  type FailureThrottle,
+} from '../auth/index.js';
 import { ConfigError } from '../errors.js';
 import type { TokenBucket } from '../limits.js';
 import type { Logger } from '../logger.js';
@@ -39,8 +44,17 @@ export interface HttpOptions {
   readonly allowedHosts: readonly string[];
   /** Origin header values accepted; requests without Origin (non-browser clients) pass. */
   readonly allowedOrigins: readonly string[];
-  /** Bearer tokens; required when binding a non-loopback address. */
+  /** Static bearer tokens and/or OAuth access tokens; required when binding a non-loopback address. */
   readonly auth: Authenticator | undefined;
+  /** Failed authentication per source address: past its rate, an address gets 429 before its token is looked at. */
+  readonly failedAuth?: FailureThrottle;
+  /** Told of every refused authentication, for the audit log and metrics: never the token. */
+  readonly onAuthFailure?: (event: AuthFailureEvent) => void;
+  /**
+   * Proxies in front of the server whose X-Forwarded-For entries are believed: the source address is
+   * the entry this many from the right. 0 (the default): the connection's own address.
+   */
+  readonly trustProxyHops?: number;
   /** HTTP requests per caller, refused with 429 before they reach MCP when the bucket is empty. */
   readonly requestBuckets: TokenBucket;
   readonly maxBodyBytes: number;
@@ -53,6 +67,13 @@ export interface HttpOptions {
    * absent: ids then last as long as the process.
    */
   readonly sessionKey?: Uint8Array;
+}
+
+export interface AuthFailureEvent {
+  readonly reason: AuthFailureReason | 'throttled';
+  readonly status: number;
+  /** The source address, as throttled. */
+  readonly source: string;
 }
 
 export interface RunningHttp {
@@ -78,6 +99,7 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
   /** Aborted by close(): subscriptions/listen streams then end with their answer. */
   const closing = new AbortController();
   const sessions = createSessionIds(options.sessionKey ?? randomBytes(32));
+  const failedAuth = options.failedAuth ?? createFailureThrottle({ failuresPerMinute: 10, maxAddresses: 10_000 });
   let allowedHosts = new Set<string>();
   let allowedOrigins = new Set<string>();
 
@@ -100,16 +122,56 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
     if (!allowedHosts.has((req.headers.host ?? '').toLowerCase())) {
       return sendError(res, 403, -32000, 'Forbidden: Host not allowed');
     }
+    // Protected Resource Metadata is public, and read by browser-based clients from other origins.
+    const resource = options.auth?.protectedResource;
+    if (resource?.paths.includes(path!)) {
+      if (req.method !== 'GET') {
+        res.setHeader('allow', 'GET');
+        return sendError(res, 405, -32000, 'Method not allowed: metadata takes GET only');
+      }
+      const json = JSON.stringify(resource.document());
+      res.writeHead(200, {
+        'content-type': 'application/json',
+        'access-control-allow-origin': '*',
+        'cache-control': 'max-age=300',
+      });
+      res.end(json);
+      return;
+    }
     const origin = req.headers.origin;
     if (origin !== undefined && !allowedOrigins.has(origin.toLowerCase())) {
       return sendError(res, 403, -32000, 'Forbidden: Origin not allowed');
     }
     if (path !== '/mcp') return sendError(res, 404, -32000, 'Not found: the MCP endpoint is /mcp');
 
-    const caller = options.auth ? options.auth.authenticate(req.headers.authorization) : ANONYMOUS;
-    if (!caller) {
-      res.setHeader('www-authenticate', 'Bearer realm="querygate"');
-      return sendError(res, 401, -32001, 'Unauthorized: a valid bearer token is required');
+    let caller = ANONYMOUS;
+    let scoped = false;
+    if (options.auth) {
+      const source = sourceAddress(req, options.trustProxyHops ?? 0);
+      const throttled = failedAuth.wait(source);
+      if (throttled > 0) {
+        options.onAuthFailure?.({ reason: 'throttled', status: 429, source });
+        res.setHeader('retry-after', String(throttled));
+        return sendError(
+          res,
+          429,
+          -32000,
+          `Too many failed authentications from your address: retry in ${throttled} seconds`,
+        );
+      }
+      const result = await options.auth.authenticate(req.headers.authorization);
+      if (!result.ok) {
+        // A missing token is how every client starts (it learns where to authenticate from the 401);
+        // a wrong one counts against its address. An unreachable issuer is no fault of the client's.
+        if (result.reason !== 'missing_token' && result.status !== 503) failedAuth.failed(source);
+        options.onAuthFailure?.({ reason: result.reason, status: result.status, source });
+        if (result.status === 503) res.setHeader('retry-after', '5');
+        else res.setHeader('www-authenticate', options.auth.challenge(result));
+        const title = { 401: 'Unauthorized', 403: 'Forbidden', 503: 'Service Unavailable' }[result.status];
+        return sendError(res, result.status, -32001, `${title}: ${result.description}`);
+      }
+      caller = result.caller;
+      scoped = result.scopes !== undefined;
     }
     const wait = options.requestBuckets.take(caller.id);
     if (wait > 0) {
@@ -140,6 +202,31 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
     if (Array.isArray(parsed)) {
       // JSON-RPC batches left MCP in 2025-06-18.
       return sendError(res, 400, -32600, 'Invalid Request: JSON-RPC batches are not supported');
+    }
+    // A tool the token's scopes do not grant, but another scope would: the client may step up.
+    const wanted =
+      scoped && isObject(parsed) && parsed.method === 'tools/call' && isObject(parsed.params)
+        ? parsed.params.name
+        : undefined;
+    if (typeof wanted === 'string' && caller.tools && !caller.tools.has(wanted)) {
+      const visible = deps.registry.toolsFor(caller).some((tool) => tool.name === wanted);
+      const scopes = visible ? [] : options.auth!.scopesGranting(wanted);
+      if (scopes.length > 0) {
+        const refusal = {
+          ok: false,
+          reason: 'insufficient_scope',
+          status: 403,
+          description: `the tool ${wanted} needs one of the scopes ${scopes.join(', ')}`,
+          scope: scopes,
+        } as const;
+        options.onAuthFailure?.({
+          reason: 'insufficient_scope',
+          status: 403,
+          source: sourceAddress(req, options.trustProxyHops ?? 0),
+        });
+        res.setHeader('www-authenticate', options.auth!.challenge(refusal));
+        return sendError(res, 403, -32001, `Forbidden: ${refusal.description}`, requestIdOf(parsed));
+      }
     }
     // A legacy client's session id must be one this server (or a replica with its key) issued;
     // 2026-07-28 has no sessions, and its requests ignore the header.
@@ -242,6 +329,19 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
         http.closeIdleConnections();
       }),
   };
+}
+
+/** The address a request came from: the connection's, or a trusted proxy's X-Forwarded-For entry. */
+function sourceAddress(req: IncomingMessage, trustedHops: number): string {
+  const own = req.socket.remoteAddress ?? 'unknown';
+  if (trustedHops === 0) return own;
+  const header = req.headers['x-forwarded-for'];
+  const hops = (Array.isArray(header) ? header.join(',') : (header ?? ''))
+    .split(',')
+    .map((h) => h.trim())
+    .filter((h) => h !== '');
+  // The last hop is the nearest proxy's view of its client; anything further left the client could forge.
+  return hops[hops.length - trustedHops] ?? own;
 }
 
 async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too_large'> {

@@ -1,0 +1,77 @@
+/**
+ * Failed authentication, throttled per source address: each address has a small bucket of failures
+ * that refills over a minute, and an address whose bucket is empty is refused with 429 before its
+ * token is even looked at. The table of addresses is bounded: past its size the address least
+ * recently seen is forgotten, so a flood from many addresses costs a fixed amount of memory.
+ */
+import { isIPv6 } from 'node:net';
+
+export interface FailureThrottle {
+  /** 0 when the address may try, or the seconds until it may. */
+  wait(address: string): number;
+  /** Records a failed attempt from the address. */
+  failed(address: string): void;
+  /** Addresses tracked now, for tests and metrics. */
+  readonly size: number;
+}
+
+export interface ThrottleOptions {
+  /** Failed attempts an address may make per minute; also the burst. */
+  readonly failuresPerMinute: number;
+  /** Most addresses remembered at once. */
+  readonly maxAddresses: number;
+  readonly now?: () => number;
+}
+
+/**
+ * The key an address is throttled under: an IPv6 address by its /64, the block one host is usually
+ * given (so that one host cannot walk through its 2^64 addresses); IPv4, and IPv4 mapped into IPv6, whole.
+ */
+export function throttleKey(address: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return mapped[1]!;
+  if (!isIPv6(address)) return address;
+  const [head = '', tail = ''] = address.toLowerCase().split('::');
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === '' ? [] : tail.split(':');
+  const groups = address.includes('::')
+    ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right]
+    : left;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
+}
+
+export function createFailureThrottle(options: ThrottleOptions): FailureThrottle {
+  const now = options.now ?? Date.now;
+  const perMs = options.failuresPerMinute / 60_000;
+  /** In order of last use: the first is the one forgotten when the table is full. */
+  const buckets = new Map<string, { tokens: number; at: number }>();
+  const refill = (key: string): { tokens: number; at: number } | undefined => {
+    const bucket = buckets.get(key);
+    if (!bucket) return undefined;
+    const t = now();
+    bucket.tokens = Math.min(options.failuresPerMinute, bucket.tokens + (t - bucket.at) * perMs);
+    bucket.at = t;
+    return bucket;
+  };
+  return {
+    get size() {
+      return buckets.size;
+    },
+    wait: (address) => {
+      const bucket = refill(throttleKey(address));
+      if (!bucket || bucket.tokens >= 1) return 0;
+      return Math.max(1, Math.ceil((1 - bucket.tokens) / perMs / 1000));
+    },
+    failed: (address) => {
+      const key = throttleKey(address);
+      const bucket = refill(key) ?? { tokens: options.failuresPerMinute, at: now() };
+      bucket.tokens = Math.max(0, bucket.tokens - 1);
+      buckets.delete(key);
+      buckets.set(key, bucket);
+      if (buckets.size > options.maxAddresses) buckets.delete(buckets.keys().next().value!);
+    },
+  };
+}
