@@ -20,13 +20,14 @@ import {
 import { createReadinessProbe } from './db/readiness.js';
 import { zoneRulesAgreement, type ZoneRulesAgreement } from './db/zone-rules.js';
 import { ConfigError, classifyDatabaseError } from './errors.js';
-import { createCallLimits } from './limits.js';
+import { createCallLimits, createTokenBuckets } from './limits.js';
 import { yesterdayUtc } from './lib/date-range.js';
 import { createTokenizer } from './lib/masking.js';
 import { openLiveConfig } from './live-config.js';
 import type { Logger } from './logger.js';
 import type { Pack } from './pack.js';
 import { runThrough, startJobService } from './jobs/service.js';
+import { createSharedRates } from './jobs/rates.js';
 import { openJobStore } from './jobs/store.js';
 import { describeServer, type ServerDeps } from './server.js';
 
@@ -201,7 +202,18 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
   }
 
   const reader = connectReader(readerUrl, config, logger);
+  // The job store also keeps the call rates, so that replicas share them: N replicas allow the rate once, not N times.
+  const jobStore = database.jobsUrl === undefined ? undefined : openJobStore(database.jobsUrl);
   const limits = createCallLimits({
+    ...(jobStore
+      ? {
+          rates: createSharedRates(jobStore, {
+            perMinute: config.rateLimitPerMinute,
+            fallback: createTokenBuckets(config.rateLimitPerMinute),
+            logger,
+          }),
+        }
+      : {}),
     callsPerMinute: config.rateLimitPerMinute,
     maxConcurrentPerCaller: config.maxConcurrentPerCaller,
     maxActive: config.poolMax,
@@ -310,10 +322,10 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
     shutdown: stopping.signal,
   };
   const jobs =
-    database.jobsUrl === undefined
+    database.jobsUrl === undefined || jobStore === undefined
       ? undefined
       : startJobService({
-          store: openJobStore(database.jobsUrl),
+          store: jobStore,
           url: database.jobsUrl,
           settings: {
             ttlSeconds: config.jobTtlSeconds,

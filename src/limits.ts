@@ -16,6 +16,19 @@ export interface LimitsOptions {
   /** Longest wait in the queue before a call is refused as busy. */
   readonly maxQueueWaitMs: number;
   readonly now?: () => number;
+  /** Where the per-caller rate is counted: shared by replicas, or (by default) this process's own buckets. */
+  readonly rates?: RateLimiter;
+}
+
+/**
+ * A per-key rate, counted wherever it is kept. Counted in this process, it answers at once, so that
+ * calls reach the queue in the order they came; counted elsewhere, it answers when it has asked.
+ */
+export interface RateLimiter {
+  /** Takes one call's worth: 0, or the seconds until one is available. */
+  take(key: string): number | Promise<number>;
+  /** Gives back a call's worth taken for a call that was then refused. */
+  refund(key: string): void | Promise<void>;
 }
 
 export type Refusal =
@@ -103,7 +116,7 @@ interface CallerState {
  * pool and the queue therefore cannot make another wait behind all of its calls.
  */
 export function createCallLimits(options: LimitsOptions): CallLimits {
-  const buckets = createTokenBuckets(options.callsPerMinute, options.now);
+  const rates: RateLimiter = options.rates ?? createTokenBuckets(options.callsPerMinute, options.now);
   const callers = new Map<string, CallerState>();
   /** Callers with at least one waiting call. */
   const waitingCallers = new Set<CallerState>();
@@ -215,12 +228,13 @@ export function createCallLimits(options: LimitsOptions): CallLimits {
     },
     callerCapacity: Math.max(1, Math.min(options.maxConcurrentPerCaller, options.maxActive)),
     admit: async (callerId, signal) => {
-      const rateWait = buckets.take(callerId);
+      const taken = rates.take(callerId);
+      const rateWait = typeof taken === 'number' ? taken : await taken;
       if (rateWait > 0) return { ok: false, code: 'rate_limited', retryAfterSeconds: rateWait };
       const state = stateOf(callerId);
       const refuse = (): Admission => {
         // A refused call did not run: its token goes back, so a client that retries as told keeps its rate.
-        buckets.refund(callerId);
+        void rates.refund(callerId);
         forgetIfIdle(state);
         return { ok: false, ...BUSY };
       };

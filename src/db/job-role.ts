@@ -56,5 +56,13 @@ export async function ensureJobStore(db: Kysely<unknown>, role: string): Promise
     await sql`create index if not exists jobs_expiry on ${schema}.jobs (expires_at)`.execute(tx);
     await sql`grant usage on schema ${schema} to ${jobs}`.execute(tx);
     await sql`grant select, insert, update, delete on ${schema}.jobs to ${jobs}`.execute(tx);
+    // Call rates shared by the replicas (src/jobs/rates.ts): one row per caller.
+    await sql`
+      create table if not exists ${schema}.rate_limits (
+        key text primary key,
+        tat timestamptz not null
+      )`.execute(tx);
+    await sql`revoke all on ${schema}.rate_limits from public`.execute(tx);
+    await sql`grant select, insert, update, delete on ${schema}.rate_limits to ${jobs}`.execute(tx);
   });
 }

@@ -40,8 +40,16 @@ interface JobsTable {
   expires_at: Date;
 }
 
+interface RateLimitsTable {
+  /** What is counted: `calls:<caller>`. */
+  key: string;
+  /** When the next call would be due at the steady rate (GCRA's theoretical arrival time). */
+  tat: Date;
+}
+
 export interface JobTables {
   'querygate_jobs.jobs': JobsTable;
+  'querygate_jobs.rate_limits': RateLimitsTable;
 }
 
 export type JobRow = Selectable<JobsTable>;
