@@ -25,6 +25,7 @@ import { yesterdayUtc } from './lib/date-range.js';
 import { createTokenizer } from './lib/masking.js';
 import { openLiveConfig } from './live-config.js';
 import type { Logger } from './logger.js';
+import { countedAudit, createMetrics, type Metrics } from './metrics.js';
 import type { Pack } from './pack.js';
 import { runThrough, startJobService } from './jobs/service.js';
 import { openJobStore } from './jobs/store.js';
@@ -68,6 +69,8 @@ export interface App {
   probeReady(): Promise<boolean>;
   /** For /readyz, beside readiness: whether the job store answers now (undefined without one). */
   probeJobStore(): Promise<'ok' | 'unavailable' | undefined>;
+  /** For /metrics: the calls, counted from the audit log, with the reader pool and the job store. */
+  readonly metrics: Metrics;
   /**
    * Waits for the calls in flight, up to QUERYGATE_SHUTDOWN_TIMEOUT_MS; then cancels those still
    * running, which end with `shutting_down`, and gives them STOP_GRACE_MS to let go of their connections.
@@ -290,6 +293,13 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
   const probeJobStore = async (): Promise<'ok' | 'unavailable' | undefined> =>
     checkJobs && ((await checkJobs()) ? 'ok' : 'unavailable');
 
+  const jobStore = database.jobsUrl === undefined ? undefined : openJobStore(database.jobsUrl);
+  const metrics = createMetrics({
+    pool: reader.pool,
+    ...(jobStore ? { jobs: jobStore } : {}),
+    ...(config.metricsToken === undefined ? {} : { token: config.metricsToken }),
+    logger,
+  });
   // Aborted at the shutdown deadline: the registry cancels every call still running.
   const stopping = new AbortController();
   const deps: ServerDeps = {
@@ -299,17 +309,17 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
     db: reader,
     tokenize: createTokenizer(tokenKey),
     logger,
-    audit,
+    audit: countedAudit(audit, metrics),
     limits,
     ctx: live.ctx,
     isReady: () => ready,
     shutdown: stopping.signal,
   };
   const jobs =
-    database.jobsUrl === undefined
+    database.jobsUrl === undefined || jobStore === undefined
       ? undefined
       : startJobService({
-          store: openJobStore(database.jobsUrl),
+          store: jobStore,
           url: database.jobsUrl,
           settings: {
             ttlSeconds: config.jobTtlSeconds,
@@ -345,6 +355,7 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
     packs,
     probeReady,
     probeJobStore,
+    metrics,
     drain,
     toolsets: live.toolsets,
     sessionKey: createHmac('sha256', tokenKey).update('querygate mcp session ids').digest(),

@@ -206,6 +206,7 @@ async function serve(
           maxBodyBytes: 1 << 20,
           isReady: () => app.probeReady(),
           jobStore: () => app.probeJobStore(),
+          metrics: app.metrics,
           sessionKey: app.sessionKey,
         },
         logger,
