@@ -25,6 +25,7 @@ import { yesterdayUtc } from './lib/date-range.js';
 import { createTokenizer } from './lib/masking.js';
 import { openLiveConfig } from './live-config.js';
 import type { Logger } from './logger.js';
+import { countedAudit, createMetrics, type Metrics } from './metrics.js';
 import type { Pack } from './pack.js';
 import { runThrough, startJobService } from './jobs/service.js';
 import { createSharedRates } from './jobs/rates.js';
@@ -69,6 +70,8 @@ export interface App {
   probeReady(): Promise<boolean>;
   /** For /readyz, beside readiness: whether the job store answers now (undefined without one). */
   probeJobStore(): Promise<'ok' | 'unavailable' | undefined>;
+  /** For /metrics: the calls, counted from the audit log, with the reader pool and the job store. */
+  readonly metrics: Metrics;
   /**
    * Waits for the calls in flight, up to QUERYGATE_SHUTDOWN_TIMEOUT_MS; then cancels those still
    * running, which end with `shutting_down`, and gives them STOP_GRACE_MS to let go of their connections.
@@ -306,6 +309,12 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
   const probeJobStore = async (): Promise<'ok' | 'unavailable' | undefined> =>
     checkJobs && ((await checkJobs()) ? 'ok' : 'unavailable');
 
+  const metrics = createMetrics({
+    pool: reader.pool,
+    ...(jobStore ? { jobs: jobStore } : {}),
+    ...(config.metricsToken === undefined ? {} : { token: config.metricsToken }),
+    logger,
+  });
   // Aborted at the shutdown deadline: the registry cancels every call still running.
   const stopping = new AbortController();
   const deps: ServerDeps = {
@@ -315,7 +324,7 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
     db: reader,
     tokenize: createTokenizer(tokenKey),
     logger,
-    audit,
+    audit: countedAudit(audit, metrics),
     limits,
     ctx: live.ctx,
     isReady: () => ready,
@@ -361,6 +370,7 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
     packs,
     probeReady,
     probeJobStore,
+    metrics,
     drain,
     grants: { toolsets: live.toolsets, scopes: live.scopes },
     oauth: live.current().oauth,

@@ -220,6 +220,16 @@ async function serve(
           }),
           trustProxyHops: config.trustProxyHops,
           onAuthFailure: (event) => {
+            app.metrics.authFailure(event.reason);
+            app.metrics.refusal(
+              event.status === 429
+                ? 'http_auth_throttled'
+                : event.status === 403
+                  ? 'http_forbidden'
+                  : event.status === 503
+                    ? 'http_auth_unavailable'
+                    : 'http_unauthorized',
+            );
             // Every client's first request has no token: that is discovery, not a failure worth a line.
             if (event.reason !== 'missing_token') app.deps.audit.writeAuthFailure?.(event);
           },
@@ -228,6 +238,7 @@ async function serve(
           maxBodyBytes: 1 << 20,
           isReady: () => app.probeReady(),
           jobStore: () => app.probeJobStore(),
+          metrics: app.metrics,
           sessionKey: app.sessionKey,
         },
         logger,

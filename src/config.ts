@@ -53,6 +53,8 @@ export interface Config {
   readonly authFailuresPerMinute: number;
   /** Proxies in front whose X-Forwarded-For entries are believed for the source address. */
   readonly trustProxyHops: number;
+  /** Bearer token a scraper of /metrics must send; without it, /metrics answers anyone who reaches the port. */
+  readonly metricsToken: string | undefined;
   readonly allowedHosts: readonly string[];
   readonly allowedOrigins: readonly string[];
   /** How long a stopping server waits for calls in flight. */
@@ -119,6 +121,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     httpTokensFile: nonEmpty(env.QUERYGATE_HTTP_TOKENS_FILE),
     authFailuresPerMinute: positiveInt(env, 'QUERYGATE_AUTH_FAILURES_PER_MINUTE', 10),
     trustProxyHops: wholeNumber(env, 'QUERYGATE_TRUST_PROXY_HOPS', 0),
+    metricsToken: token(env, 'QUERYGATE_METRICS_TOKEN'),
     allowedHosts: list(env.QUERYGATE_ALLOWED_HOSTS),
     allowedOrigins: list(env.QUERYGATE_ALLOWED_ORIGINS),
     shutdownTimeoutMs: positiveInt(env, 'QUERYGATE_SHUTDOWN_TIMEOUT_MS', 10_000),
@@ -151,6 +154,13 @@ function present(env: NodeJS.ProcessEnv, name: string): string | undefined {
   const value = env[name];
   if (value === undefined) return undefined;
   if (value.trim() === '') throw new ConfigError(`${name}: is set but blank; unset it or give a token`);
+  return value;
+}
+
+/** A bearer token: unset, or at least as long as the HTTP clients' tokens must be. */
+function token(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const value = present(env, name);
+  if (value !== undefined && value.length < 16) throw new ConfigError(`${name}: must be at least 16 characters`);
   return value;
 }
 

@@ -31,6 +31,7 @@ import {
 } from './support/authorization-server.js';
 import { BROWSER_TESTS, launchChromium } from './support/browser.js';
 import { startCli, type RunningCli } from './support/cli.js';
+import { parseExposition, valueOf } from './support/prometheus-text.js';
 import { post, type Answer } from './support/raw-http.js';
 
 const ANALYST_TOOLS = ['query_order_count', 'query_sales', 'query_top_products', 'query_recent_orders'];
@@ -460,6 +461,17 @@ describe('the strict server', () => {
       ...Array(3).fill(['throttled', 429]),
     ]);
     expect(readFileSync(auditPath, 'utf8')).not.toContain(bad);
+    // The same failures, counted for /metrics by reason: this server's whole history, known from the tests above.
+    const scraped = parseExposition(await (await fetch(new URL('/metrics', strictResource))).text());
+    const failures = (reason: string): number | undefined =>
+      valueOf(scraped, 'querygate_auth_failures_total', { reason });
+    expect([
+      failures('malformed_token'),
+      failures('throttled'),
+      failures('missing_claim'),
+      failures('unknown_key'),
+    ]).toEqual([5, 3, 1, 1]);
+    expect(valueOf(scraped, 'querygate_refusals_total', { reason: 'http_auth_throttled' })).toBe(3);
   });
 });
 

@@ -8,7 +8,8 @@ import { Kysely, PostgresDialect, sql, type ColumnType, type Generated, type Sel
 import pg from 'pg';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 
-export type JobState = 'pending' | 'running' | 'completed' | 'failed' | 'cancelled';
+export const JOB_STATES = ['pending', 'running', 'completed', 'failed', 'cancelled'] as const;
+export type JobState = (typeof JOB_STATES)[number];
 
 /** What a job's failure says: a stable code and the message a client may read (never SQL or a stack). */
 export interface JobError {
@@ -309,4 +310,17 @@ export async function deleteExpired(db: JobStore): Promise<number> {
     .where('expires_at', '<=', sql<Date>`now()`)
     .executeTakeFirst();
   return Number(numDeletedRows);
+}
+
+/** How many jobs the store holds in each state, leaving out the expired ones it has not deleted yet. */
+export async function countJobsByState(db: JobStore): Promise<Record<JobState, number>> {
+  const rows = await db
+    .selectFrom(JOBS)
+    .select(['state', (eb) => eb.fn.countAll<string>().as('count')])
+    .where('expires_at', '>', sql<Date>`now()`)
+    .groupBy('state')
+    .execute();
+  const counts = Object.fromEntries(JOB_STATES.map((state) => [state, 0])) as Record<JobState, number>;
+  for (const row of rows) counts[row.state] = Number(row.count);
+  return counts;
 }

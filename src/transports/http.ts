@@ -23,6 +23,7 @@ import {
 import { ConfigError } from '../errors.js';
 import type { TokenBucket } from '../limits.js';
 import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics.js';
 import type { Caller } from '../registry.js';
 import { createDispatcher, type DispatchDeps } from '../protocol/dispatcher.js';
 import {
@@ -62,6 +63,8 @@ export interface HttpOptions {
   readonly isReady: () => Promise<boolean>;
   /** Told beside /readyz's status: whether the job store answers (absent without one). */
   readonly jobStore?: () => Promise<'ok' | 'unavailable' | undefined>;
+  /** Served at /metrics, and told of the refusals and failed authentications here; no /metrics without. */
+  readonly metrics?: Metrics;
   /**
    * Key of the legacy session ids; replicas that share it accept each other's. A random one when
    * absent: ids then last as long as the process.
@@ -119,7 +122,23 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
       res.end(JSON.stringify({ status: ready ? 'ok' : 'not ready', ...(jobs === undefined ? {} : { jobs }) }));
       return;
     }
+    // A scraper, too, reaches the pod's address; /metrics runs no tool and tells no data, only counts.
+    if (path === '/metrics' && options.metrics) {
+      if (req.method !== 'GET') {
+        res.setHeader('allow', 'GET');
+        return sendError(res, 405, -32000, 'Method not allowed: /metrics takes GET only');
+      }
+      if (!options.metrics.authorizes(req.headers.authorization)) {
+        options.metrics.authFailure('missing_or_invalid_metrics_token');
+        res.setHeader('www-authenticate', 'Bearer realm="querygate metrics"');
+        return sendError(res, 401, -32001, 'Unauthorized: /metrics needs the metrics token');
+      }
+      const { contentType, text } = await options.metrics.scrape();
+      res.writeHead(200, { 'content-type': contentType }).end(text);
+      return;
+    }
     if (!allowedHosts.has((req.headers.host ?? '').toLowerCase())) {
+      options.metrics?.refusal('http_host_not_allowed');
       return sendError(res, 403, -32000, 'Forbidden: Host not allowed');
     }
     // Protected Resource Metadata is public, and read by browser-based clients from other origins.
@@ -140,6 +159,7 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
     }
     const origin = req.headers.origin;
     if (origin !== undefined && !allowedOrigins.has(origin.toLowerCase())) {
+      options.metrics?.refusal('http_origin_not_allowed');
       return sendError(res, 403, -32000, 'Forbidden: Origin not allowed');
     }
     if (path !== '/mcp') return sendError(res, 404, -32000, 'Not found: the MCP endpoint is /mcp');
@@ -175,6 +195,7 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
     }
     const wait = options.requestBuckets.take(caller.id);
     if (wait > 0) {
+      options.metrics?.refusal('http_rate_limited');
       res.setHeader('retry-after', String(wait));
       return sendError(res, 429, -32000, `Too many requests: retry in ${wait} seconds`);
     }
@@ -193,6 +214,7 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
     }
     const body = await readBody(req, options.maxBodyBytes);
     if (body === 'too_large') {
+      options.metrics?.refusal('http_body_too_large');
       res.setHeader('connection', 'close');
       return sendError(res, 413, -32600, `Request body larger than ${options.maxBodyBytes} bytes`);
     }
