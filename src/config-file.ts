@@ -52,6 +52,8 @@ export interface AuthorizationServerSettings {
   readonly jwksUri: string | undefined;
   /** The signature algorithms accepted: asymmetric ones only. */
   readonly algorithms: readonly string[];
+  /** The claims whose values are the token's scopes: `scope` and `scp` by default; Entra ID puts app permissions in `roles`. */
+  readonly scopeClaims: readonly string[];
   /** RFC 7662 introspection of opaque tokens; JWTs only when absent. */
   readonly introspection:
     { readonly endpoint: string | undefined; readonly clientId: string; readonly clientSecretEnv: string } | undefined;
@@ -226,6 +228,10 @@ function oauthSchema(wholeNumber: { error: string }) {
       )
       .min(1, 'must list at least one algorithm')
       .optional(),
+    scope_claims: z
+      .array(z.string({ error: 'must be a claim name' }).min(1, 'must not be empty'), { error: 'must be a list' })
+      .min(1, 'must list at least one claim')
+      .optional(),
     introspection: z
       .strictObject({
         endpoint: httpUrl('a URL').optional(),
@@ -317,6 +323,7 @@ export function parseConfigFile(value: unknown, options: ConfigFileOptions): Con
         audience: as.audience === undefined ? undefined : [as.audience].flat(),
         jwksUri: as.jwks_uri,
         algorithms: as.algorithms ?? DEFAULT_ALGORITHMS,
+        scopeClaims: as.scope_claims ?? ['scope', 'scp'],
         introspection: as.introspection && {
           endpoint: as.introspection.endpoint,
           clientId: as.introspection.client_id,

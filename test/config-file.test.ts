@@ -312,6 +312,7 @@ describe('the oauth section', () => {
           audience: undefined,
           jwksUri: undefined,
           algorithms: ['RS256', 'PS256', 'ES256', 'EdDSA', 'Ed25519'],
+          scopeClaims: ['scope', 'scp'],
           introspection: undefined,
         },
       ],

@@ -91,7 +91,8 @@ beforeAll(async () => {
           issuer: provider.issuer,
           introspection: { client_id: INTROSPECTION_CLIENT.id, client_secret_env: 'QG_INTROSPECTION_SECRET' },
         },
-        { issuer: issuer.issuer },
+        // As Entra ID's app permissions: scopes in `roles` too.
+        { issuer: issuer.issuer, scope_claims: ['scope', 'scp', 'roles'] },
       ],
       data_scope: { region: { claim: 'region', when_missing: 'unscoped' } },
       jwks_refetch_seconds: 3600,
@@ -299,6 +300,20 @@ describe('tokens that must be refused', () => {
 
   it('accepts the rightly made token these are variations of', async () => {
     expect((await listWith(await issuer.sign(claims()))).status).toBe(200);
+  });
+
+  it('reads scopes from each configured claim: a scope string, an scp list, a roles list', async () => {
+    const tools = async (extra: Record<string, unknown>): Promise<string[]> => {
+      const { scope: _scope, ...rest } = claims();
+      const answer = await listWith(await issuer.sign({ ...rest, ...extra }));
+      return (answer.json.result!.tools as { name: string }[]).map((t) => t.name);
+    };
+    expect(await tools({ scp: ['sales:read'] })).toEqual(ANALYST_TOOLS);
+    expect(await tools({ roles: ['sales:reports'] })).toEqual(['weekly_sales_report']);
+    expect(await tools({ scope: 'sales:read', roles: ['sales:reports'] })).toEqual([
+      ...ANALYST_TOOLS,
+      'weekly_sales_report',
+    ]);
   });
 
   it('refuses an expired token, and one not valid yet, beyond the clock skew', async () => {

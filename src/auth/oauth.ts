@@ -33,8 +33,12 @@ const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 const INTROSPECTION_CACHE_SIZE = 10_000;
 const INTROSPECTION_CACHE_MS = 60_000;
 
-/** The claim at a dotted path: "region", or "realm_access.region". */
+/**
+ * The claim of that name ("region", or Entra ID's flat "extn.region"), or else at that dotted path
+ * ("realm_access.region", for a claim nested in an object).
+ */
 function claimAt(payload: Record<string, unknown>, path: string): unknown {
+  if (path in payload) return payload[path];
   let value: unknown = payload;
   for (const part of path.split('.')) {
     if (typeof value !== 'object' || value === null) return undefined;
@@ -43,11 +47,16 @@ function claimAt(payload: Record<string, unknown>, path: string): unknown {
   return value;
 }
 
-/** `scope` (RFC 9068, space-separated) or `scp` (Entra ID, Okta: a string or a list). */
-function scopesOf(payload: Record<string, unknown>): string[] {
-  const raw = payload.scope ?? payload.scp;
-  const list = typeof raw === 'string' ? raw.split(' ') : Array.isArray(raw) ? raw : [];
-  return list.filter((s): s is string => typeof s === 'string' && s.length > 0);
+/**
+ * The token's scopes, from each of its scope claims: `scope` (RFC 9068, space-separated), `scp` (Entra
+ * ID, Okta: a string or a list), or others the configuration names (Entra ID's `roles`).
+ */
+function scopesOf(payload: Record<string, unknown>, claims: readonly string[]): string[] {
+  return claims.flatMap((claim) => {
+    const raw = claimAt(payload, claim);
+    const list = typeof raw === 'string' ? raw.split(' ') : Array.isArray(raw) ? raw : [];
+    return list.filter((s): s is string => typeof s === 'string' && s.length > 0);
+  });
 }
 
 export function createOAuthResourceServer(settings: OAuthSettings, deps: OAuthDeps): OAuthResourceServer {
@@ -79,7 +88,7 @@ export function createOAuthResourceServer(settings: OAuthSettings, deps: OAuthDe
 
   /** The caller a verified token (or an active introspection answer) stands for. */
   const callerFrom = (payload: Record<string, unknown>, as: AuthorizationServerSettings): AuthResult => {
-    const scopes = scopesOf(payload);
+    const scopes = scopesOf(payload, as.scopeClaims);
     if (!grantsAnything(scopes, deps.grants)) {
       return failure('insufficient_scope', 'the token grants none of the scopes this server serves', 403, [
         ...deps.grants.scopes().keys(),
