@@ -29,6 +29,8 @@ import { countedAudit, createMetrics, type Metrics } from './metrics.js';
 import type { Pack } from './pack.js';
 import { runThrough, startJobService } from './jobs/service.js';
 import { createSharedRates } from './jobs/rates.js';
+import { VERSION } from './protocol/identity.js';
+import { createTracing } from './tracing.js';
 import { openJobStore } from './jobs/store.js';
 import { describeServer, type ServerDeps } from './server.js';
 
@@ -193,7 +195,9 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
     // The embedded database always has its job store; a database of your own, when its URL is known.
     { jobs: config.databaseUrl === undefined || config.jobsUrl !== undefined },
   );
-  const registry = live.registry;
+  // Off by default; with QUERYGATE_TRACING=otlp, each call and each statement it runs is a span.
+  const tracing = config.tracing === 'otlp' ? createTracing(process.env, logger, VERSION) : undefined;
+  const registry = tracing ? tracing.registry(live.registry) : live.registry;
   const scope = readerScopeOf(packs);
   const audit = createAuditLog(config.auditLog);
   const database = await openDatabase(config, packs, logger, options.signal);
@@ -321,7 +325,7 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
     registry,
     identity: describeServer(packs),
     content,
-    db: reader,
+    db: tracing ? tracing.database(reader) : reader,
     tokenize: createTokenizer(tokenKey),
     logger,
     audit: countedAudit(audit, metrics),
@@ -384,6 +388,8 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
       await Promise.race([reader.close().catch(() => undefined), delay(STOP_GRACE_MS)]);
       await probe.close();
       await jobsProbe?.close();
+      // The last spans go out, but a collector that does not answer must not hold the exit.
+      await Promise.race([tracing?.shutdown().catch(() => undefined), delay(STOP_GRACE_MS)]);
       audit.close();
       await database.stop().catch(() => undefined);
     },

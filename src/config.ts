@@ -35,6 +35,8 @@ export interface Config {
   readonly jobLeaseSeconds: number;
   /** Log verbosity on stderr. */
   readonly logLevel: LogLevel;
+  /** OpenTelemetry traces: off, or exported over OTLP/HTTP to the OTEL_EXPORTER_OTLP_* endpoint. */
+  readonly tracing: 'off' | 'otlp';
   /** Tool calls per caller per minute. */
   readonly rateLimitPerMinute: number;
   /** Tool calls one caller may have running at once. */
@@ -112,6 +114,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxJobsPerCaller: positiveInt(env, 'QUERYGATE_MAX_JOBS_PER_CALLER', 2),
     jobLeaseSeconds: positiveInt(env, 'QUERYGATE_JOB_LEASE_SECONDS', 15),
     logLevel,
+    tracing: oneOf(env, 'QUERYGATE_TRACING', ['off', 'otlp'] as const, 'off'),
     rateLimitPerMinute: positiveInt(env, 'QUERYGATE_RATE_LIMIT', 60),
     maxConcurrentPerCaller: positiveInt(env, 'QUERYGATE_MAX_CONCURRENT', 4),
     maxQueued: positiveInt(env, 'QUERYGATE_MAX_QUEUE', 32),
@@ -184,6 +187,13 @@ function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): nu
     throw new ConfigError(`${name}: "${raw}" is not a positive integer`);
   }
   return Number(raw);
+}
+
+function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, values: readonly T[], fallback: T): T {
+  const raw = nonEmpty(env[name]);
+  if (raw === undefined) return fallback;
+  if (!values.includes(raw as T)) throw new ConfigError(`${name}: must be one of ${values.join(', ')}`);
+  return raw as T;
 }
 
 function wholeNumber(env: NodeJS.ProcessEnv, name: string, fallback: number): number {

@@ -39,6 +39,7 @@ import {
   type Envelope,
   type Era,
   type NameParam,
+  validTraceparent,
 } from './revisions.js';
 
 export interface DispatchDeps extends CallDeps {
@@ -259,7 +260,8 @@ export function createDispatcher(
       signal: request.signal,
       closing: request.closing,
       session: request.session,
-      traceparent: envelope.traceparent,
+      // MCP's own `_meta.traceparent` first; else the HTTP header an instrumented client sends.
+      traceparent: envelope.traceparent ?? validTraceparent(request.header?.('traceparent')),
       clientExtensions: envelope.extensions,
       log,
       notify,

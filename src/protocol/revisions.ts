@@ -85,6 +85,11 @@ export class EdgeError extends ProtocolError {
 
 const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
+/** A W3C trace context worth continuing: well formed, and not of the forbidden version ff. */
+export function validTraceparent(value: unknown): string | undefined {
+  return typeof value === 'string' && TRACEPARENT.test(value) && !value.startsWith('ff') ? value : undefined;
+}
+
 /**
  * Reads a request's envelope. The body decides the era: `_meta` with any `io.modelcontextprotocol/`
  * envelope key makes a modern request, whose version the HTTP header (when given) must repeat; a
@@ -93,9 +98,8 @@ const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
  */
 export function readEnvelope(params: Record<string, unknown> | undefined, headerVersion?: string): Envelope {
   const meta = isObject(params?._meta) ? params._meta : undefined;
-  const traceparent =
-    typeof meta?.traceparent === 'string' && TRACEPARENT.test(meta.traceparent) ? meta.traceparent : undefined;
-  const trace = traceparent === undefined || traceparent.startsWith('ff') ? {} : { traceparent };
+  const traceparent = validTraceparent(meta?.traceparent);
+  const trace = traceparent === undefined ? {} : { traceparent };
   const claimed =
     meta !== undefined && (META.protocolVersion in meta || META.clientCapabilities in meta || META.clientInfo in meta);
   if (!claimed) {
