@@ -744,6 +744,33 @@ const CHECK_NOW = Date.parse('2025-06-15T12:00:00Z');
  */
 const CHECK_ZONES = ['UTC', 'Asia/Kolkata'];
 
+/** A call the start-up checks compile: validated arguments, and the context the builder gets. */
+interface CheckedCall {
+  readonly args: Record<string, unknown>;
+  readonly ctx: QueryContext;
+  /** Where the call is, for a refusal's message. */
+  readonly branch: string;
+}
+
+/**
+ * Every call the start-up checks compile: each combination of the template's enumerable and optional
+ * arguments (argument-combinations.ts), in each kind of zone.
+ */
+function* checkedCalls(template: AnyTemplate): Generator<CheckedCall> {
+  const where = `template ${template.name}`;
+  for (const combination of argumentCombinations(where, template.input, template.examples)) {
+    const parsed = template.input.safeParse(combination);
+    if (!parsed.success) continue; // a combination the schema refuses is never compiled for a caller either
+    for (const timeZone of CHECK_ZONES) {
+      yield {
+        args: resolvePeriods(parsed.data, timeZone, CHECK_NOW) as Record<string, unknown>,
+        ctx: { timeZone },
+        branch: `(arguments ${JSON.stringify(parsed.data)}, time zone ${timeZone})`,
+      };
+    }
+  }
+}
+
 /** The declared personal column a selected source is, if any ("table.column" matches it in any schema). */
 function personalSource(
   personal: PersonalColumns,
@@ -773,44 +800,39 @@ function assertSelections(template: AnyTemplate): void {
   }
   const compiler = createCompiler();
   const declared = Object.keys(template.columns).sort();
-  for (const combination of argumentCombinations(where, template.input, template.examples)) {
-    const parsed = template.input.safeParse(combination);
-    if (!parsed.success) continue; // a combination the schema refuses is never compiled for a caller either
-    for (const timeZone of CHECK_ZONES) {
-      const branch = `(arguments ${JSON.stringify(parsed.data)}, time zone ${timeZone})`;
-      const capped = template.query(compiler, resolvePeriods(parsed.data, timeZone, CHECK_NOW), { timeZone }).limit(1);
-      // The operation tree is all the check reads: skip writing the SQL text when the builder can.
-      const query =
-        'toOperationNode' in capped ? (capped as OperationNodeSource).toOperationNode() : capped.compile().query;
-      let selections: Selection[];
-      try {
-        selections = readSelections(query, Object.keys(template.personal));
-      } catch (err) {
-        if (!(err instanceof UnreadableSelection)) throw err;
-        throw new ConfigError(`${where}: column ${err.alias} ${err.message} ${branch}`);
-      }
-      const aliases = selections.map((s) => s.alias).sort();
-      if (JSON.stringify(aliases) !== JSON.stringify(declared)) {
-        throw new ConfigError(`${where}: selects ${aliases.join(', ')} but declares ${declared.join(', ')} ${branch}`);
-      }
-      for (const { alias, direct, sources } of selections) {
-        const column = template.columns[alias]!;
-        const declaredSources = sourcesOf(column);
-        for (const source of sources) {
-          const personal = personalSource(template.personal, source);
-          if (personal && !declaredSources.includes(personal.key)) {
-            throw new ConfigError(
-              `${where}: column ${alias} selects ${personal.key}${direct ? '' : ' inside an expression'} but declares source ${String(column.source)}; ` +
-                `a personal column (${personal.kind}) must be declared as a source with mask "${MASK_FOR[personal.kind]}" ${branch}`,
-            );
-          }
+  for (const { args, ctx, branch } of checkedCalls(template)) {
+    const capped = template.query(compiler, args, ctx).limit(1);
+    // The operation tree is all the check reads: skip writing the SQL text when the builder can.
+    const query =
+      'toOperationNode' in capped ? (capped as OperationNodeSource).toOperationNode() : capped.compile().query;
+    let selections: Selection[];
+    try {
+      selections = readSelections(query, Object.keys(template.personal));
+    } catch (err) {
+      if (!(err instanceof UnreadableSelection)) throw err;
+      throw new ConfigError(`${where}: column ${err.alias} ${err.message} ${branch}`);
+    }
+    const aliases = selections.map((s) => s.alias).sort();
+    if (JSON.stringify(aliases) !== JSON.stringify(declared)) {
+      throw new ConfigError(`${where}: selects ${aliases.join(', ')} but declares ${declared.join(', ')} ${branch}`);
+    }
+    for (const { alias, direct, sources } of selections) {
+      const column = template.columns[alias]!;
+      const declaredSources = sourcesOf(column);
+      for (const source of sources) {
+        const personal = personalSource(template.personal, source);
+        if (personal && !declaredSources.includes(personal.key)) {
+          throw new ConfigError(
+            `${where}: column ${alias} selects ${personal.key}${direct ? '' : ' inside an expression'} but declares source ${String(column.source)}; ` +
+              `a personal column (${personal.kind}) must be declared as a source with mask "${MASK_FOR[personal.kind]}" ${branch}`,
+          );
         }
-        if (direct && declaredSources.length > 0 && sources.length > 0) {
-          if (!sources.some((s) => declaredSources.includes(s as SourceColumn))) {
-            throw new ConfigError(
-              `${where}: column ${alias} selects ${sources.join(', ')} but declares source ${String(column.source)} ${branch}`,
-            );
-          }
+      }
+      if (direct && declaredSources.length > 0 && sources.length > 0) {
+        if (!sources.some((s) => declaredSources.includes(s as SourceColumn))) {
+          throw new ConfigError(
+            `${where}: column ${alias} selects ${sources.join(', ')} but declares source ${String(column.source)} ${branch}`,
+          );
         }
       }
     }
@@ -831,23 +853,19 @@ function assertBoundValues(template: AnyTemplate, inputSchema: Tool['inputSchema
     return !('enum' in property) && !('const' in property) && property.type !== 'boolean';
   });
   const compiler = createCompiler();
-  for (const combination of argumentCombinations(where, template.input, template.examples)) {
-    const parsed = template.input.safeParse(combination);
-    if (!parsed.success) continue;
-    for (const timeZone of CHECK_ZONES) {
-      const args = resolvePeriods(parsed.data, timeZone, CHECK_NOW) as Record<string, unknown>;
-      for (const [field, changed] of changedValues(args, free)) {
-        // The period has been resolved to days: the changed days are checked as days.
-        const { period: _period, ...days } = changed;
-        const other = template.input.safeParse(days);
-        if (!other.success) continue;
-        const sql = (values: unknown): string => template.query(compiler, values, { timeZone }).limit(1).compile().sql;
-        if (sql(args) !== sql(other.data)) {
-          throw new ConfigError(
-            `${where}: argument ${field} changes the SQL text, not only its parameters (arguments ${JSON.stringify(args)}, time zone ${timeZone}); ` +
-              'every value must reach SQL as a bind parameter: use Kysely builders or sql`${value}`, never sql.raw, sql.lit, sql.id or string concatenation',
-          );
-        }
+  for (const { args, ctx, branch } of checkedCalls(template)) {
+    const compile = (values: unknown): CompiledQuery => template.query(compiler, values, ctx).limit(1).compile();
+    const statement = compile(args);
+    for (const [field, changed] of changedValues(args, free)) {
+      // The period has been resolved to days: the changed days are checked as days.
+      const { period: _period, ...days } = changed;
+      const other = template.input.safeParse(days);
+      if (!other.success) continue;
+      if (statement.sql !== compile(other.data).sql) {
+        throw new ConfigError(
+          `${where}: argument ${field} changes the SQL text, not only its parameters ${branch}; ` +
+            'every value must reach SQL as a bind parameter: use Kysely builders or sql`${value}`, never sql.raw, sql.lit, sql.id or string concatenation',
+        );
       }
     }
   }
