@@ -5,9 +5,10 @@
  * sales by day, week, month, region and category, comparisons, top products and recent orders, in
  * UTC and in Kolkata's half hour. The statements sent bind every value of the scope and read no
  * rollup without a region; an argument outside the scope is refused naming it (a prompt's too), and
- * completions keep to the scope; templates that cannot apply it (the support desk's) are neither
- * listed nor callable; a template that binds too little of it is refused; a job or a task keeps its
- * caller's scope, even when another replica runs it; the audit line says who asked, within what.
+ * completions and the weekly report resource keep to the scope; templates that cannot apply it (the
+ * support desk's) are neither listed nor callable; a template that binds too little of it is refused;
+ * a job or a task keeps its caller's scope, even when another replica runs it; the audit line says who
+ * asked, within what.
  */
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
@@ -450,7 +451,7 @@ describe('an argument cannot widen the scope', () => {
   });
 });
 
-describe('prompts and completions follow the scope', () => {
+describe('prompts, completions and resources follow the scope', () => {
   it('a prompt argument outside the scope is refused, and completions offer the regions of the scope only', async () => {
     const { client } = harnesses.get(key(EUROPE, 'UTC'))!;
     const refusal = await client
@@ -472,6 +473,20 @@ describe('prompts and completions follow the scope', () => {
     expect(await complete(EUROPE)).toEqual(['Europe']);
     expect(await complete(TWO_REGIONS)).toEqual(['Asia Pacific', 'Europe']);
     expect((await complete({ id: 'everyone' })).length).toBeGreaterThan(2);
+  });
+
+  it('the weekly report resource says whose part of the data it covers', async () => {
+    const { client } = harnesses.get(key(EUROPE, 'UTC'))!;
+    const read = await client.readResource({ uri: 'querygate://reports/weekly/2025-W24' });
+    const text = (read.contents[0] as { text: string }).text;
+    expect(text).toContain('_Data scope: region: Europe. The figures cover those rows only._');
+    const regions = text.slice(text.indexOf('## By region'), text.indexOf('## By category'));
+    expect(regions).toContain('| Europe |');
+    expect(regions).not.toMatch(/North America|Asia Pacific|Latin America/);
+    const everyone = await harnesses
+      .get(key({ id: 'everyone' }, 'UTC'))!
+      .client.readResource({ uri: 'querygate://reports/weekly/2025-W24' });
+    expect((everyone.contents[0] as { text: string }).text).not.toContain('Data scope');
   });
 });
 
