@@ -2,22 +2,74 @@
  * The sales pack's range SQL: orders, the hourly rollup, and net items, regions and categories cut
  * across whole UTC days so that the daily rollups answer most of a range. Every value travels as a
  * bind parameter.
+ *
+ * A statement held to regions (a caller's data scope, or a region asked for) reads only what carries
+ * the customer's region: the orders (through their customer) and the daily region rollup. The other
+ * rollups have no region, so such a statement reads the rows they sum instead, and stays exact.
  */
-import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { sql, type AliasedSelectQueryBuilder, type Kysely, type RawBuilder, type SelectQueryBuilder } from 'kysely';
 import { acrossUtcDays, startOfDay } from '../src/db/range-sql.js';
 import type { ResolvedRange } from '../src/lib/date-range.js';
+import type { QueryContext } from '../src/registry.js';
 import type { ReportingDatabase } from './schema.js';
 import { NON_REVENUE_STATUSES } from './statuses.js';
 
 /**
- * Orders placed in [start 00:00, end + 1 day 00:00) of the reporting time zone, aliased `o`.
- * Both bounds are constant for the planner, so the range uses the index on ordered_at.
+ * The customer regions a statement keeps to: those of the caller's data scope (every one bound),
+ * and the one region an argument asks for. A statement held to none reads every region.
  */
-export function ordersInRange(db: Kysely<ReportingDatabase>, range: ResolvedRange, timeZone: string) {
+export interface Regions {
+  readonly scope?: readonly string[];
+  readonly only?: string;
+}
+
+/** The regions of a call: its caller's data scope and its `region` argument, or undefined for neither. */
+export function regionsOf(ctx: QueryContext, only?: string): Regions | undefined {
+  const scope = ctx.dataScope?.region;
+  return scope === undefined && only === undefined ? undefined : { scope, only };
+}
+
+/** The ids of the customers in the regions, for `where(customer id, 'in', …)`. */
+function customersIn(db: Kysely<ReportingDatabase>, regions: Regions) {
+  return db
+    .selectFrom('reporting.customers as rc')
+    .select('rc.id')
+    .$if(regions.scope !== undefined, (qb) => qb.where('rc.region', 'in', regions.scope!))
+    .$if(regions.only !== undefined, (qb) => qb.where('rc.region', '=', regions.only!));
+}
+
+/**
+ * Orders placed in [from, to), aliased `o`: only net ones when `net`, only those of customers in
+ * `regions` when given.
+ */
+function ordersBetween(
+  db: Kysely<ReportingDatabase>,
+  from: RawBuilder<Date>,
+  to: RawBuilder<Date>,
+  only: { readonly net?: boolean; readonly regions?: Regions | undefined },
+) {
   return db
     .selectFrom('reporting.orders as o')
-    .where('o.ordered_at', '>=', startOfDay(range.startDate, timeZone))
-    .where('o.ordered_at', '<', startOfDay(range.endExclusive, timeZone));
+    .where('o.ordered_at', '>=', from)
+    .where('o.ordered_at', '<', to)
+    .$if(only.net === true, (qb) => qb.where('o.status', 'not in', NON_REVENUE_STATUSES))
+    .$if(only.regions !== undefined, (qb) => qb.where('o.customer_id', 'in', customersIn(db, only.regions!)));
+}
+
+/**
+ * Orders placed in [start 00:00, end + 1 day 00:00) of the reporting time zone, aliased `o`, of
+ * customers in `regions` when given. Both bounds are constant for the planner, so the range uses the
+ * index on ordered_at.
+ */
+export function ordersInRange(
+  db: Kysely<ReportingDatabase>,
+  range: ResolvedRange,
+  timeZone: string,
+  regions?: Regions,
+) {
+  return ordersBetween(db, startOfDay(range.startDate, timeZone), startOfDay(range.endExclusive, timeZone), {
+    regions,
+  });
 }
 
 /** Hourly rollup rows within the range, aliased `h`. */
@@ -28,22 +80,35 @@ export function orderHoursInRange(db: Kysely<ReportingDatabase>, range: Resolved
     .where('h.hour', '<', startOfDay(range.endExclusive, timeZone));
 }
 
-/** Net orders in [from, to), aliased `o`. */
-function netOrdersBetween(db: Kysely<ReportingDatabase>, from: RawBuilder<Date>, to: RawBuilder<Date>) {
-  return db
-    .selectFrom('reporting.orders as o')
-    .where('o.ordered_at', '>=', from)
-    .where('o.ordered_at', '<', to)
-    .where('o.status', 'not in', NON_REVENUE_STATUSES);
+/**
+ * The parts of a range, as the derived table `parts`: the whole UTC days from a daily rollup that
+ * has no region, the hours around them from the rows (acrossUtcDays); held to regions, the rollup
+ * cannot answer, so the rows give the whole range.
+ */
+function partsUnlessRegions<RollupDB, RollupTB extends keyof RollupDB, RowsDB, RowsTB extends keyof RowsDB, O>(
+  regions: Regions | undefined,
+  range: ResolvedRange,
+  timeZone: string,
+  rollup: (first: RawBuilder<Date>, last: RawBuilder<Date>) => SelectQueryBuilder<RollupDB, RollupTB, O>,
+  rows: (from: RawBuilder<Date>, to: RawBuilder<Date>) => SelectQueryBuilder<RowsDB, RowsTB, O>,
+): AliasedSelectQueryBuilder<O, 'parts'> {
+  if (regions === undefined) return acrossUtcDays(range, timeZone, rollup, rows).as('parts');
+  return rows(startOfDay(range.startDate, timeZone), startOfDay(range.endExclusive, timeZone)).as('parts');
 }
 
 /**
  * Net order items in the range, as (product_id, currency, units, revenue) parts to be summed per
  * product and currency: the whole UTC days from the daily product rollup, the hours around them from
- * the items.
+ * the items; held to regions, every part from the items (the product rollup has no region).
  */
-export function netItemsInRange(db: Kysely<ReportingDatabase>, range: ResolvedRange, timeZone: string) {
-  return acrossUtcDays(
+export function netItemsInRange(
+  db: Kysely<ReportingDatabase>,
+  range: ResolvedRange,
+  timeZone: string,
+  regions?: Regions,
+) {
+  return partsUnlessRegions(
+    regions,
     range,
     timeZone,
     (first, last) =>
@@ -59,7 +124,7 @@ export function netItemsInRange(db: Kysely<ReportingDatabase>, range: ResolvedRa
           sql<string>`${eb.ref('d.revenue')}`.as('revenue'),
         ]),
     (from, to) =>
-      netOrdersBetween(db, from, to)
+      ordersBetween(db, from, to, { net: true, regions })
         .innerJoin('reporting.order_items as oi', 'oi.order_id', 'o.id')
         .select((eb) => [
           'oi.product_id',
@@ -71,11 +136,18 @@ export function netItemsInRange(db: Kysely<ReportingDatabase>, range: ResolvedRa
 }
 
 /**
- * Net orders in the range, as (region, currency, order_count, total_amount) parts to be summed per
- * region and currency: the whole UTC days from the daily region rollup, the hours around them from
- * the orders.
+ * Orders in the range, as (region, status, currency, order_count, total_amount) parts to be summed
+ * per region (or status) and currency: the whole UTC days from the daily region rollup, the hours
+ * around them from the orders. Only net orders when `net`; only those of `regions` when given, which
+ * the region rollup answers as exactly as the orders do.
  */
-export function netOrdersByRegionInRange(db: Kysely<ReportingDatabase>, range: ResolvedRange, timeZone: string) {
+export function ordersByRegionInRange(
+  db: Kysely<ReportingDatabase>,
+  range: ResolvedRange,
+  timeZone: string,
+  only: { readonly net?: boolean; readonly regions?: Regions | undefined },
+) {
+  const { regions } = only;
   return acrossUtcDays(
     range,
     timeZone,
@@ -84,18 +156,22 @@ export function netOrdersByRegionInRange(db: Kysely<ReportingDatabase>, range: R
         .selectFrom('reporting.region_days as r')
         .where('r.day', '>=', first)
         .where('r.day', '<', last)
-        .where('r.status', 'not in', NON_REVENUE_STATUSES)
+        .$if(only.net === true, (qb) => qb.where('r.status', 'not in', NON_REVENUE_STATUSES))
+        .$if(regions?.scope !== undefined, (qb) => qb.where('r.region', 'in', regions!.scope!))
+        .$if(regions?.only !== undefined, (qb) => qb.where('r.region', '=', regions!.only!))
         .select((eb) => [
           'r.region',
+          'r.status',
           'r.currency',
           sql<string>`${eb.ref('r.order_count')}`.as('order_count'),
           sql<string>`${eb.ref('r.total_amount')}`.as('total_amount'),
         ]),
     (from, to) =>
-      netOrdersBetween(db, from, to)
+      ordersBetween(db, from, to, only)
         .innerJoin('reporting.customers as c', 'c.id', 'o.customer_id')
         .select((eb) => [
           'c.region',
+          'o.status',
           'o.currency',
           sql<string>`1::bigint`.as('order_count'),
           sql<string>`${eb.ref('o.total_amount')}`.as('total_amount'),
@@ -106,11 +182,17 @@ export function netOrdersByRegionInRange(db: Kysely<ReportingDatabase>, range: R
 /**
  * Net sales in the range, as (category, currency, order_count, revenue) parts to be summed per
  * category and currency: the whole UTC days from the daily category rollup, the hours around them
- * from the items. An order lies in one part only, so each part counts its distinct orders and the
- * parts add up.
+ * from the items; held to regions, every part from the items (the category rollup has no region).
+ * An order lies in one part only, so each part counts its distinct orders and the parts add up.
  */
-export function netCategoriesInRange(db: Kysely<ReportingDatabase>, range: ResolvedRange, timeZone: string) {
-  return acrossUtcDays(
+export function netCategoriesInRange(
+  db: Kysely<ReportingDatabase>,
+  range: ResolvedRange,
+  timeZone: string,
+  regions?: Regions,
+) {
+  return partsUnlessRegions(
+    regions,
     range,
     timeZone,
     (first, last) =>
@@ -126,7 +208,7 @@ export function netCategoriesInRange(db: Kysely<ReportingDatabase>, range: Resol
           sql<string>`${eb.ref('k.revenue')}`.as('revenue'),
         ]),
     (from, to) =>
-      netOrdersBetween(db, from, to)
+      ordersBetween(db, from, to, { net: true, regions })
         .innerJoin('reporting.order_items as oi', 'oi.order_id', 'o.id')
         .innerJoin('reporting.products as p', 'p.id', 'oi.product_id')
         .select((eb) => [

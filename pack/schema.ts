@@ -6,7 +6,7 @@
  * Raw personal data stays in `sales.customers`; `reporting.customers` already masks it at the source,
  * and the server masks every personal column again on the way out (see PERSONAL_COLUMNS).
  */
-import type { PersonalColumns } from '../src/pack.js';
+import type { DataScopeDimension, PersonalColumns } from '../src/pack.js';
 import type { DB } from './schema.generated.js';
 
 export type ReportingDatabase = DB;
@@ -27,3 +27,16 @@ export const PERSONAL_COLUMNS: PersonalColumns<ReportingDatabase> = {
   'reporting.customers.email_masked': { kind: 'email' },
   'reporting.customers.phone_last4': { kind: 'phone' },
 };
+
+/**
+ * What a caller's view of sales may be narrowed to. Every template applies `region` (the rollups
+ * without a region give way to region_days or the rows for a scoped call), so a caller scoped to
+ * regions sees every tool, with figures of those regions alone.
+ */
+export const DATA_SCOPE = [
+  {
+    name: 'region',
+    description:
+      "The customer's sales region (reporting.customers.region, e.g. Europe): a caller scoped to regions sees only the orders of customers in them, in every figure.",
+  },
+] as const satisfies readonly DataScopeDimension[];

@@ -16,9 +16,22 @@
  *     and "o"."ordered_at" < (cast($3 as timestamp) at time zone $4)
  *     [and "o"."status" = $5]
  *   group by "o"."status" order by "o"."status" limit $6
+ * For a caller scoped to regions, the hourly rollup (which has no region) gives way to the daily region
+ * rollup for the whole UTC days and the orders for the hours around them, both held to the regions:
+ *   select "parts"."status", sum("parts"."order_count") as "order_count"
+ *   from (select "r"."region", "r"."status", "r"."currency", "r"."order_count", "r"."total_amount"
+ *           from "reporting"."region_days" as "r"
+ *          where "r"."day" >= <first UTC midnight> and "r"."day" < <last one> and "r"."region" in ($r1, ..)
+ *         union all
+ *         select "c"."region", "o"."status", .. from "reporting"."orders" as "o"
+ *           inner join "reporting"."customers" as "c" on "c"."id" = "o"."customer_id"
+ *          where <ordered_at in the hours before the first UTC midnight>
+ *            and "o"."customer_id" in (select "rc"."id" from "reporting"."customers" as "rc" where "rc"."region" in ($r1, ..))
+ *         union all <the same, after the last one>) as "parts"
+ *   [where "parts"."status" = $s] group by "parts"."status" order by "parts"."status" limit $n
  */
 import { z } from 'zod';
-import { orderHoursInRange, ordersInRange } from '../pack/range-sql.js';
+import { orderHoursInRange, ordersByRegionInRange, ordersInRange, regionsOf } from '../pack/range-sql.js';
 import { ORDER_STATUSES, orderStatus, type OrderStatus } from '../pack/statuses.js';
 import { rollupCovers } from '../src/db/range-sql.js';
 import { changeFields, changeOf, compareToField, comparisonEcho } from '../src/lib/comparison.js';
@@ -69,12 +82,26 @@ export const queryOrderCount = defineTemplate({
     { period: 'last_week', compare_to: 'previous_year' },
   ],
   output,
+  dataScope: ['region'],
   columns: {
-    status: { type: 'text', source: ['reporting.orders.status', 'reporting.order_hours.status'], treatment: 'plain' },
+    status: {
+      type: 'text',
+      source: ['reporting.orders.status', 'reporting.order_hours.status', 'reporting.region_days.status'],
+      treatment: 'plain',
+    },
     order_count: { type: 'integer', source: 'computed', treatment: 'plain' },
   },
   query: (db, args, ctx) => {
     const range = resolveRange(args);
+    const regions = regionsOf(ctx);
+    if (regions !== undefined) {
+      return db
+        .selectFrom(ordersByRegionInRange(db, range, ctx.timeZone, { regions }).as('parts'))
+        .$if(args.status !== undefined, (qb) => qb.where('parts.status', '=', args.status!))
+        .select((eb) => ['parts.status', eb.fn.sum<string>('parts.order_count').as('order_count')])
+        .groupBy('parts.status')
+        .orderBy('parts.status');
+    }
     if (rollupCovers(range, ctx.timeZone)) {
       return orderHoursInRange(db, range, ctx.timeZone)
         .$if(args.status !== undefined, (qb) => qb.where('h.status', '=', args.status!))

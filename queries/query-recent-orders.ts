@@ -11,11 +11,13 @@
  *   from "reporting"."orders" as "o"
  *   inner join "reporting"."customers" as "c" on "c"."id" = "o"."customer_id"
  *   where <ordered_at in range> [and "o"."status" = $s]
+ *     [and "o"."customer_id" in (select "rc"."id" from "reporting"."customers" as "rc" where "rc"."region" in ($r1, ..))]
  *   order by "o"."ordered_at" desc, "o"."id" desc limit $n
  * Ids leave as keyed-hash tokens, names as initials, emails as j***@domain, phones as last 4 digits.
+ * The last condition holds a caller scoped to regions to their customers' orders.
  */
 import { z } from 'zod';
-import { ordersInRange } from '../pack/range-sql.js';
+import { ordersInRange, regionsOf } from '../pack/range-sql.js';
 import { ORDER_STATUSES, orderStatus } from '../pack/statuses.js';
 import { rowLimit } from '../src/lib/arguments.js';
 import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
@@ -64,6 +66,7 @@ export const queryRecentOrders = defineTemplate({
     { start_date: '2025-03-24', end_date: '2025-03-30' },
   ],
   output,
+  dataScope: ['region'],
   columns: {
     order_ref: { type: 'text', source: 'reporting.orders.id', treatment: 'token' },
     ordered_at: { type: 'timestamp', source: 'reporting.orders.ordered_at', treatment: 'plain' },
@@ -78,7 +81,7 @@ export const queryRecentOrders = defineTemplate({
   },
   rowLimit: (args) => args.limit,
   query: (db, args, ctx) =>
-    ordersInRange(db, resolveRange(args), ctx.timeZone)
+    ordersInRange(db, resolveRange(args), ctx.timeZone, regionsOf(ctx))
       .innerJoin('reporting.customers as c', 'c.id', 'o.customer_id')
       .$if(args.status !== undefined, (qb) => qb.where('o.status', '=', args.status!))
       .select([

@@ -19,7 +19,7 @@
  * however many orders there are.
  * By region, the whole UTC days of the range come from the daily rollup "reporting"."region_days"
  * (orders and amounts per day, customer region, status and currency) and the hours around them from
- * the orders joined to "reporting"."customers" (see netOrdersByRegionInRange). By category, likewise
+ * the orders joined to "reporting"."customers" (see ordersByRegionInRange). By category, likewise
  * from "reporting"."category_days" (orders holding an item of the category, and the items' revenue,
  * per day, category, status and currency) and from the items of the hours around them:
  *   select "parts"."category" as "group_key", "parts"."currency",
@@ -39,11 +39,22 @@
  * An order lies in one UTC day and one part, so the distinct orders of each add up (see netCategoriesInRange).
  * Periods are listed in time order, each period's currencies alphabetically; regions and categories
  * currency by currency, by revenue within each (revenues in two currencies do not compare).
+ * Held to regions (a `region` asked for, or a caller's data scope), only the orders of customers in
+ * them count: "o"."customer_id" in (select "rc"."id" from "reporting"."customers" as "rc" where
+ * "rc"."region" in ($r1, ..) [and "rc"."region" = $r]), and "r"."region" likewise in region_days. The
+ * hourly and category rollups have no region, so day, week, month and category then read the orders
+ * (and items) of the whole range; by region, region_days still answers the whole UTC days.
  */
 import { sql } from 'kysely';
 import { z } from 'zod';
 import { defineTemplate } from '../pack/kit.js';
-import { netCategoriesInRange, netOrdersByRegionInRange, orderHoursInRange, ordersInRange } from '../pack/range-sql.js';
+import {
+  netCategoriesInRange,
+  orderHoursInRange,
+  ordersByRegionInRange,
+  ordersInRange,
+  regionsOf,
+} from '../pack/range-sql.js';
 import { NON_REVENUE_STATUSES } from '../pack/statuses.js';
 import { localPeriodOf, rollupCovers, type Period } from '../src/db/range-sql.js';
 import { oneOf } from '../src/lib/arguments.js';
@@ -58,6 +69,14 @@ const input = z
   .strictObject({
     ...dateRangeFields,
     group_by: oneOf(GROUPINGS, 'How to group the sales'),
+    region: z
+      .string()
+      .min(1)
+      .max(100)
+      .optional()
+      .describe(
+        'Only the sales to customers of this region (as query_sales by region names it); omit for every region',
+      ),
     ...compareToField,
   })
   .superRefine(checkDateRange, DATE_RANGE_ALWAYS);
@@ -89,6 +108,7 @@ const total = z.object({
 const output = z.object({
   ...rangeEcho,
   group_by: z.enum(GROUPINGS),
+  region: z.string().optional().describe('The region the sales were kept to, when one was asked for'),
   ...rowsEnvelope(row),
   comparison: comparisonEcho
     .extend({
@@ -129,6 +149,7 @@ export const querySales = defineTemplate({
     'Use it for revenue, order volume and average order value questions: "revenue by region this quarter", "daily sales last month", "which category sold most in March".',
     'Net sales leave out cancelled and refunded orders. Revenue is the sum of quantity x unit price of the order items; by category, order_count is the number of orders holding at least one item of that category.',
     'Periods are labelled by their first day, which may fall before start_date; only orders inside the range are counted. Periods without sales are not listed.',
+    'region keeps to the customers of one region: "daily sales in Europe last month".',
     'Money is never added across currencies: each row is one group in one currency (its currency field), so a range with orders in several currencies gives one row per group and currency. Periods come in time order, each with its currencies alphabetically; regions and categories come currency by currency, highest revenue first within each.',
     'With compare_to (previous_period or previous_year) the result also gives each currency\'s revenue in the comparison range and the change in percent, and by region or category each row\'s prior revenue and change: "revenue by region last week against the same week last year".',
   ].join(' '),
@@ -139,9 +160,11 @@ export const querySales = defineTemplate({
     { start_date: '2025-03-01', end_date: '2025-03-31', group_by: 'category' },
     { start_date: '2025-03-01', end_date: '2025-03-31', group_by: 'day' },
     { start_date: '2025-03-01', end_date: '2025-03-31', group_by: 'week' },
+    { start_date: '2025-03-01', end_date: '2025-03-31', group_by: 'category', region: 'Europe' },
     { period: 'last_week', group_by: 'region', compare_to: 'previous_period' },
   ],
   output,
+  dataScope: ['region'],
   columns: {
     group_key: { type: 'text', source: 'computed', treatment: 'plain' },
     currency: {
@@ -160,11 +183,12 @@ export const querySales = defineTemplate({
   },
   query: (db, args, ctx) => {
     const range = resolveRange(args);
-    const orders = ordersInRange(db, range, ctx.timeZone).where('o.status', 'not in', NON_REVENUE_STATUSES);
+    const regions = regionsOf(ctx, args.region);
+    const orders = ordersInRange(db, range, ctx.timeZone, regions).where('o.status', 'not in', NON_REVENUE_STATUSES);
     switch (args.group_by) {
       case 'region':
         return db
-          .selectFrom(netOrdersByRegionInRange(db, range, ctx.timeZone).as('parts'))
+          .selectFrom(ordersByRegionInRange(db, range, ctx.timeZone, { net: true, regions }).as('parts'))
           .select((eb) => [
             'parts.region as group_key',
             'parts.currency',
@@ -180,7 +204,7 @@ export const querySales = defineTemplate({
           .orderBy('group_key');
       case 'category':
         return db
-          .selectFrom(netCategoriesInRange(db, range, ctx.timeZone).as('parts'))
+          .selectFrom(netCategoriesInRange(db, range, ctx.timeZone, regions))
           .select((eb) => [
             'parts.category as group_key',
             'parts.currency',
@@ -196,7 +220,7 @@ export const querySales = defineTemplate({
           .orderBy('group_key');
       default: {
         const period: Period = args.group_by;
-        if (rollupCovers(range, ctx.timeZone)) {
+        if (regions === undefined && rollupCovers(range, ctx.timeZone)) {
           return orderHoursInRange(db, range, ctx.timeZone)
             .where('h.status', 'not in', NON_REVENUE_STATUSES)
             .select((eb) => [
@@ -229,6 +253,7 @@ export const querySales = defineTemplate({
   present: (rows, page, args, ctx) => ({
     ...echoRange(args, ctx.timeZone),
     group_by: args.group_by,
+    ...(args.region === undefined ? {} : { region: args.region }),
     rows: rows.map(
       ({ group_key, ...figures }) => ({ [keyName(args.group_by)]: group_key, ...figures }) as z.infer<typeof row>,
     ),

@@ -29,10 +29,13 @@
  *   order by "ranked"."currency", "ranked"."rank" limit $n   -- metric units swaps revenue and units in the window
  * currency_products (how many products sold in that currency) tells present() whether a currency had
  * more products than `limit`, so that `truncated` stays honest; it is not returned.
+ * For a caller scoped to regions, every part comes from the items of the range, their orders held to
+ * the customers of those regions ("o"."customer_id" in (select "rc"."id" from "reporting"."customers"
+ * as "rc" where "rc"."region" in ($r1, ..))): the product rollup has no region.
  */
 import { sql } from 'kysely';
 import { z } from 'zod';
-import { netItemsInRange } from '../pack/range-sql.js';
+import { netItemsInRange, regionsOf } from '../pack/range-sql.js';
 import { oneOf, rowLimit } from '../src/lib/arguments.js';
 import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
 import { count, currency, echoRange, money, rangeEcho, rowsEnvelope } from '../src/lib/result-shape.js';
@@ -79,6 +82,7 @@ export const queryTopProducts = defineTemplate({
     { start_date: '2025-03-01', end_date: '2025-03-31' },
   ],
   output,
+  dataScope: ['region'],
   columns: {
     sku: { type: 'text', source: 'reporting.products.sku', treatment: 'plain' },
     name: { type: 'text', source: 'reporting.products.name', treatment: 'plain' },
@@ -96,7 +100,7 @@ export const queryTopProducts = defineTemplate({
   // registry caps the whole answer at MAX_ROWS.
   query: (db, args, ctx) => {
     const ranked = db
-      .selectFrom(netItemsInRange(db, resolveRange(args), ctx.timeZone).as('parts'))
+      .selectFrom(netItemsInRange(db, resolveRange(args), ctx.timeZone, regionsOf(ctx)))
       .innerJoin('reporting.products as ps', 'ps.id', 'parts.product_id')
       .select((eb) => {
         const units = sql<string>`sum(${eb.ref('parts.units')})`;

@@ -34,8 +34,16 @@ export function createLabelCache(now: () => number = Date.now): LabelCache {
   const cache = new Map<string, { readonly at: number; readonly labels: Promise<readonly string[]> }>();
   return {
     labels: (source, ctx) => {
-      // The caller's id: tokens differ in the tools they may call; today: a period means another day's data.
-      const key = JSON.stringify([ctx.caller.id, ctx.today, source.tool, source.arguments, source.field]);
+      // The caller's id and data scope: callers differ in the tools they may call and the rows they
+      // may see; today: a period means another day's data.
+      const key = JSON.stringify([
+        ctx.caller.id,
+        ctx.caller.dataScope ?? null,
+        ctx.today,
+        source.tool,
+        source.arguments,
+        source.field,
+      ]);
       const hit = cache.get(key);
       if (hit && now() - hit.at < LABELS_TTL_MS) return hit.labels;
       if (cache.size >= MAX_CACHED) cache.clear();

@@ -4,6 +4,8 @@
  */
 import { closeSync, fstatSync, openSync, writeSync } from 'node:fs';
 import { ConfigError } from './errors.js';
+import { scopeOf, type DataScope } from './lib/data-scope.js';
+import type { Caller } from './registry.js';
 
 /** `cancelled`: the client cancelled the call or went away before its answer. */
 export type AuditOutcome = 'ok' | 'rejected' | 'failed' | 'refused' | 'cancelled' | 'unknown_tool';
@@ -12,6 +14,12 @@ export interface AuditEntry {
   readonly request_id: string;
   /** Token name, or "stdio": never the token itself. */
   readonly caller: string;
+  /** The caller's data scope, when it sees only part of the data. */
+  readonly data_scope?: DataScope;
+  /** Who the caller is (hashed when the configuration says so), when its credentials tell. */
+  readonly subject?: string;
+  /** The OAuth client the caller used, when it used one. */
+  readonly client_id?: string;
   readonly tool: string;
   /** The validated arguments; null when they did not validate. */
   readonly arguments: Record<string, unknown> | null;
@@ -33,6 +41,16 @@ export interface AuthFailureAuditEntry {
   readonly status: number;
   /** The source address, as the server throttles it. */
   readonly source: string;
+}
+
+/** What the audit line says of a caller besides its id: its data scope, subject and client, where it has them. */
+export function callerFields(caller: Caller): Pick<AuditEntry, 'data_scope' | 'subject' | 'client_id'> {
+  const scope = scopeOf(caller);
+  return {
+    ...(scope ? { data_scope: scope } : {}),
+    ...(caller.subject === undefined ? {} : { subject: caller.subject }),
+    ...(caller.clientId === undefined ? {} : { client_id: caller.clientId }),
+  };
 }
 
 export interface AuditLog {

@@ -195,11 +195,23 @@ async function serve(
   try {
     if (options.http) {
       const staticTokens = loadStaticTokens(
-        { envToken: config.httpToken, file: config.httpTokensFile, grants: app.grants, logger },
+        {
+          envToken: config.httpToken,
+          file: config.httpTokensFile,
+          grants: app.grants,
+          dimensions: app.deps.registry.dataScopeDimensions,
+          logger,
+        },
         app.deps.registry.tools.map((t) => t.name),
       );
       const oauth =
-        app.oauth && createOAuthResourceServer(app.oauth, { grants: app.grants, subjectKey: app.subjectKey, logger });
+        app.oauth &&
+        createOAuthResourceServer(app.oauth, {
+          grants: app.grants,
+          subjectKey: app.subjectKey,
+          dimensions: app.deps.registry.dataScopeDimensions,
+          logger,
+        });
       const auth = createAuthenticator({
         ...(staticTokens ? { staticTokens } : {}),
         ...(oauth ? { oauth: { settings: app.oauth!, server: oauth } } : {}),

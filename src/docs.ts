@@ -7,6 +7,7 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { ContentContext } from './content.js';
 import { ConfigError } from './errors.js';
+import { describeScope, scopeOf, type DataScope } from './lib/data-scope.js';
 import type { Pack, PersonalColumn } from './pack.js';
 
 /** A resource whose URI never changes: listed by resources/list, read by resources/read. */
@@ -40,7 +41,7 @@ export function documentationResources(packs: readonly Pack[]): StaticResource[]
         'Every tool you may call, what it answers, its arguments (type, whether required, allowed values) and an example call.',
       mimeType: MARKDOWN,
       followsTools: true,
-      read: (ctx) => catalogMarkdown(ctx.tools, examples),
+      read: (ctx) => catalogMarkdown(ctx.tools, examples, scopeOf(ctx.caller)),
     },
     {
       uri: 'querygate://metrics',
@@ -115,16 +116,26 @@ interface JsonProperty {
   default?: unknown;
 }
 
-/** The tools one caller may call, in the order tools/list gives them, with an example call of each. */
+/**
+ * The tools one caller may call, in the order tools/list gives them, with an example call of each,
+ * and the caller's data scope when it has one.
+ */
 export function catalogMarkdown(
   tools: readonly Tool[],
   examples: ReadonlyMap<string, Record<string, unknown>>,
+  scope?: DataScope,
 ): string {
   const out = [
     '# Tool catalog',
     '',
     "The tools you may call on this server, in the order `tools/list` gives them. Every tool only reads, returns at most 100 rows with a `truncated` flag, and says how fresh its figures are in `data_as_of`. Arguments outside a tool's list are refused.",
   ];
+  if (scope) {
+    out.push(
+      '',
+      `Your data scope is ${describeScope(scope)}: every figure covers only those rows, and each result says so in \`data_scope\`. A tool that cannot keep to it is not listed.`,
+    );
+  }
   if (tools.length === 0) out.push('', 'No tool is open to you.');
   for (const tool of tools) {
     const properties = (tool.inputSchema.properties ?? {}) as Record<string, JsonProperty>;

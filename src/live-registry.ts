@@ -19,6 +19,9 @@ export function createLiveRegistry(initial: Registry): LiveRegistry {
     get tools() {
       return current.tools;
     },
+    get dataScopeDimensions() {
+      return current.dataScopeDimensions;
+    },
     toolsFor: (caller) => current.toolsFor(caller),
     call: (name, args, deps, options) => current.call(name, args, deps, options),
     runsAsJob: (name) => current.runsAsJob(name),

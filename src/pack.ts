@@ -38,6 +38,17 @@ export interface SeedRequest {
   readonly replace: boolean;
 }
 
+/**
+ * A dimension along which a caller's view of the pack's data may be narrowed ("region"): a caller
+ * scoped on it sees only the rows whose value is one of its own (see the templates' `dataScope`).
+ */
+export interface DataScopeDimension<Name extends string = string> {
+  /** snake_case, as a caller's scope and an argument that filters on it name it. */
+  readonly name: Name;
+  /** What its values are, and which rows a value keeps: for an operator mapping identities to it. */
+  readonly description: string;
+}
+
 /** A pack's deterministic demo data. */
 export interface PackSeed {
   /** What `count` counts, in the plural: the CLI and the logs say it. */
@@ -90,6 +101,12 @@ export interface Pack {
   /** The schemas whose relations the reader role reads; it must read nothing outside them. */
   readonly readerSchemas: readonly [string, ...string[]];
   readonly personalColumns: PersonalColumns;
+  /**
+   * The dimensions a caller's view of the data may be narrowed along; give the same list to templateKit.
+   * A template applies those it can (its `dataScope`); one that cannot apply a dimension a caller is
+   * scoped on is not served to it.
+   */
+  readonly dataScope?: readonly DataScopeDimension[];
   readonly templates: readonly AnyTemplate[];
   /** Reports built from the templates (src/reports.ts), served as tools beside them. */
   readonly reports?: readonly AnyReport[];
@@ -124,14 +141,18 @@ export function definePack(pack: Pack): Pack {
 }
 
 /**
- * The one helper a pack's templates are written with, bound to the pack's table types and personal
- * columns: a column a template names that the database lacks is a type error, and every template
- * carries the declarations the registry checks its selections against.
+ * The one helper a pack's templates are written with, bound to the pack's table types, personal
+ * columns and data-scope dimensions: a column a template names that the database lacks, or a
+ * dimension the pack does not declare, is a type error, and every template carries the declarations
+ * the registry checks it against.
  */
-export function templateKit<DB>(
+export function templateKit<DB, Dimension extends string = never>(
   personal: PersonalColumns<DB>,
+  dimensions: readonly DataScopeDimension<Dimension>[] = [],
 ): <Args, Output extends Record<string, unknown>>(
-  template: Omit<QueryTemplate<Args, Output, DB>, 'personal'>,
+  template: Omit<QueryTemplate<Args, Output, DB>, 'personal' | 'dimensions' | 'dataScope'> & {
+    readonly dataScope?: readonly Dimension[];
+  },
 ) => QueryTemplate<Args, Output, DB> {
-  return (template) => ({ ...template, personal: personal as PersonalColumns });
+  return (template) => ({ ...template, personal: personal as PersonalColumns, dimensions });
 }

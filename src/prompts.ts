@@ -9,6 +9,7 @@ import { z } from 'zod';
 import type { CompletionSource } from './argument-completions.js';
 import type { ContentContext } from './content.js';
 import { ArgumentError, ConfigError, INVALID_PARAMS, ProtocolError, type ArgumentIssue } from './errors.js';
+import { outsideScope, scopeOf } from './lib/data-scope.js';
 import { quote } from './lib/date-range.js';
 import { TOOL_NAME } from './registry.js';
 
@@ -92,7 +93,8 @@ export function servePrompt(template: AnyPrompt, pack: string): ServedPrompt {
 
 /**
  * prompts/get: the prompt's messages for these arguments. Arguments that break a rule are refused
- * with -32602, every broken rule named with its field, as a tool call's would be.
+ * with -32602, every broken rule named with its field, as a tool call's would be; so is an argument
+ * named after a dimension the caller is scoped on whose value is outside its scope.
  */
 export function getPrompt(
   prompt: ServedPrompt,
@@ -103,6 +105,8 @@ export function getPrompt(
   const parsed = prompt.template.arguments.safeParse(rawArgs ?? {});
   try {
     if (!parsed.success) throw new ArgumentError(issuesOf(parsed.error, rawArgs, known));
+    const outside = outsideScope(parsed.data, scopeOf(ctx.caller));
+    if (outside.length > 0) throw new ArgumentError(outside);
     return { description: prompt.template.description, messages: [...prompt.template.messages(parsed.data, ctx)] };
   } catch (err) {
     if (!(err instanceof ArgumentError)) throw err;

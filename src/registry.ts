@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { CompiledQuery, Kysely, OperationNodeSource } from 'kysely';
 import { z } from 'zod';
-import type { AuditEntry, AuditLog, AuditOutcome } from './audit.js';
+import { callerFields, type AuditEntry, type AuditLog, type AuditOutcome } from './audit.js';
 import { createCompiler, type RawResult, type ReaderDatabase, type Statement } from './db/connect.js';
 import { readSelections, UnreadableSelection, type Selection } from './db/selections.js';
 import {
@@ -24,11 +24,12 @@ import { argumentCombinations } from './lib/argument-combinations.js';
 import { MAX_ROWS } from './lib/arguments.js';
 import { parseDay, quote } from './lib/date-range.js';
 import { comparisonRange, type Comparison } from './lib/comparison.js';
+import { appliesScope, outsideScope, scopeOf, unboundScopeValues, type DataScope } from './lib/data-scope.js';
 import { localToday, resolvePeriod, type Period } from './lib/periods.js';
 import { MASK_FOR, MASKS, initials, lastFourDigits, maskEmail, type Mask, type Tokenizer } from './lib/masking.js';
 import type { CallLimits } from './limits.js';
 import type { Logger } from './logger.js';
-import type { PersonalColumn, PersonalColumns, PersonalKind, SourceColumnOf } from './pack.js';
+import type { DataScopeDimension, PersonalColumn, PersonalColumns, PersonalKind, SourceColumnOf } from './pack.js';
 import type { AnyReport, ReportContext, RunTemplate } from './reports.js';
 import type { JobService, RunEnding } from './jobs/service.js';
 import type { JobRow } from './jobs/store.js';
@@ -107,6 +108,12 @@ export type ResultRow = Record<string, CellValue>;
 export interface QueryContext {
   /** IANA time zone in which date arguments are read. */
   readonly timeZone: string;
+  /**
+   * The caller's data scope, given only to a template that applies it (its `dataScope`): for each
+   * dimension, the values whose rows the statement must keep to, each bound as a parameter.
+   * Undefined for a caller who sees every row.
+   */
+  readonly dataScope?: DataScope;
 }
 
 export interface Page {
@@ -141,8 +148,17 @@ export interface QueryTemplate<Args, Output extends Record<string, unknown>, DB 
   readonly columns: Readonly<Record<string, ColumnSpec<SourceColumnOf<DB>>>>;
   /** The pack's personal columns, which the registry holds the selected columns to. */
   readonly personal: PersonalColumns;
+  /** The pack's data-scope dimensions, which `dataScope` may name (given by templateKit). */
+  readonly dimensions?: readonly DataScopeDimension[];
   /** How many rows the caller asked for; the registry caps it at MAX_ROWS and fetches one more. */
   readonly rowLimit?: (args: Args) => number;
+  /**
+   * The data-scope dimensions (its pack's) that the query applies: for a scoped caller, `ctx.dataScope`
+   * holds their values, which every branch of the query must bind (`where(column, 'in', values)`). A
+   * caller scoped on a dimension the template does not apply is not served it. An argument named
+   * after a dimension filters on it, and a scoped caller's value outside its scope is refused.
+   */
+  readonly dataScope?: readonly string[];
   /** The query, without LIMIT: the registry adds it. Every value must be a bind parameter. */
   readonly query: (db: Kysely<DB>, args: Args, ctx: QueryContext) => RowQuery;
   /** Shapes converted, masked rows into the structured result. */
@@ -227,11 +243,16 @@ export interface CallOptions {
 export interface Registry {
   /** Every tool exactly as `tools/list` returns it, computed once. */
   readonly tools: readonly Tool[];
-  /** The tools one caller may see. */
+  /**
+   * The data-scope dimensions the packs of the served templates declare: a caller's scope may name
+   * these only (one scoped on another sees no template).
+   */
+  readonly dataScopeDimensions: ReadonlySet<string>;
+  /** The tools one caller may see: those of its toolset that can apply its data scope. */
   toolsFor(caller: Caller): readonly Tool[];
   /**
    * Runs a tool. Bad arguments, refusals and database trouble come back as isError results; an
-   * unknown tool, or one outside the caller's toolset, throws the protocol error -32602.
+   * unknown tool, or one the caller may not see, throws the protocol error -32602.
    */
   call(name: string, args: unknown, deps: CallDeps, options: CallOptions): Promise<CallToolResult>;
   /** True for a tool that runs as a job (a report that declares `job`), when jobs are served. */
@@ -262,8 +283,10 @@ export interface TemplateLimits {
 export function createRegistry(templates: readonly AnyTemplate[], options: RegistryOptions = {}): Registry {
   const byName = new Map<string, Entry>();
   const tools: Tool[] = [];
+  const dimensions = new Set<string>();
   for (const template of templates) {
     assertTemplate(template);
+    for (const dimension of assertDimensions(template)) dimensions.add(dimension);
     if (byName.has(template.name)) throw new ConfigError(`duplicate tool name: ${template.name}`);
     const inputSchema = jsonSchema(template.input, 'input') as Tool['inputSchema'];
     if ('compare_to' in (inputSchema.properties ?? {}) !== (template.compare !== undefined)) {
@@ -276,6 +299,8 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
     const suppresses = Object.values(template.columns).some((c) => c.treatment === 'distinct_people');
     const output = template.output.extend({
       data_as_of: DATA_AS_OF,
+      // Only a template that applies a data scope is ever served to a scoped caller.
+      ...(scopable([template]) ? { data_scope: DATA_SCOPE } : {}),
       ...(suppresses ? { suppressed_groups: SUPPRESSED_GROUPS } : {}),
     });
     const threshold = options.smallGroupThresholds?.[template.name] ?? DEFAULT_SMALL_GROUP_THRESHOLD;
@@ -326,7 +351,10 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
     }
     const inputSchema = jsonSchema(report.input, 'input') as Tool['inputSchema'];
     if (!(report.output instanceof z.ZodObject)) throw new ConfigError(`${where}: output must be an object`);
-    const output = report.output.extend({ data_as_of: DATA_AS_OF });
+    const output = report.output.extend({
+      data_as_of: DATA_AS_OF,
+      ...(scopable(report.uses) ? { data_scope: DATA_SCOPE } : {}),
+    });
     reports.set(report.name, { report, output, knownArgs: Object.keys(inputSchema.properties ?? {}) });
     tools.push({
       name: report.name,
@@ -395,16 +423,25 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
   const isJobTool = (name: string): boolean =>
     submitTools.has(name) || (jobEntries.length > 0 && (name === GET_JOB_TOOL || name === CANCEL_JOB_TOOL));
   /**
-   * What a toolset allows: the tools it names, and the job tools of the reports it names (or of the
-   * submit tools it names); get_report_job and cancel_report_job come with any of those.
+   * What a caller may see and call. Its toolset allows the tools it names, and the job tools of the
+   * reports it names (or of the submit tools it names); get_report_job and cancel_report_job come with
+   * any of those. Its data scope allows the templates that apply every dimension it is scoped on, and
+   * the reports (and their jobs) whose templates all do.
    */
   const allowed = (caller: Caller, name: string): boolean => {
-    if (!caller.tools || caller.tools.has(name)) return true;
-    const grants = (entry: ReportEntry): boolean =>
-      caller.tools!.has(entry.report.name) || caller.tools!.has(entry.report.job!.submitTool);
+    const scope = scopeOf(caller);
+    const scoped = (used: readonly AnyTemplate[]): boolean => used.every((t) => appliesScope(t.dataScope, scope));
+    const named = !caller.tools || caller.tools.has(name);
+    const entry = byName.get(name);
+    if (entry) return named && scoped([entry.template]);
+    const report = reports.get(name);
+    if (report) return named && scoped(report.report.uses);
+    const grants = (e: ReportEntry): boolean =>
+      scoped(e.report.uses) &&
+      (!caller.tools || caller.tools.has(e.report.name) || caller.tools.has(e.report.job!.submitTool));
     const submitted = submitTools.get(name);
     if (submitted) return grants(submitted);
-    return isJobTool(name) && jobEntries.some(grants);
+    return isJobTool(name) && jobEntries.some((e) => (named ? scoped(e.report.uses) : grants(e)));
   };
 
   const limits = options.limits;
@@ -415,6 +452,7 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
       deps: CallDeps,
       signal: AbortSignal,
       nowMs: number,
+      scope: DataScope | undefined,
       step: (rows: number) => void,
     ): RunTemplate =>
     async (template, args) => {
@@ -429,7 +467,7 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
         );
       }
       const resolved = resolvePeriods(parsed.data, deps.ctx.timeZone, nowMs) as Record<string, unknown>;
-      const { data, rowCount } = await answer(entry, resolved, deps, signal, limits?.[template.name]);
+      const { data, rowCount } = await answer(entry, resolved, deps, signal, limits?.[template.name], scope);
       step(rowCount);
       return data as never;
     };
@@ -438,6 +476,7 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
     deps.audit.write({
       request_id: randomUUID(),
       caller: options.caller.id,
+      ...callerFields(options.caller),
       tool: String(name).slice(0, 100),
       arguments: null,
       outcome: 'unknown_tool',
@@ -452,7 +491,8 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
 
   return {
     tools,
-    toolsFor: (caller) => (caller.tools ? tools.filter((t) => allowed(caller, t.name)) : tools),
+    dataScopeDimensions: dimensions,
+    toolsFor: (caller) => (caller.tools || scopeOf(caller) ? tools.filter((t) => allowed(caller, t.name)) : tools),
     runsAsJob: (name) => jobEntries.some((entry) => entry.report.name === name),
     submit: async (name, args, deps, options) => {
       const report = reports.get(name);
@@ -474,9 +514,7 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
       }
       const entry = byName.get(name);
       const report = reports.get(name);
-      if ((!entry && !report) || (options.caller.tools && !options.caller.tools.has(name))) {
-        return unknownTool(name, deps, options);
-      }
+      if ((!entry && !report) || !allowed(options.caller, name)) return unknownTool(name, deps, options);
       if (report) return runReport(report, args, deps, options, limits?.[name], runFor);
       return runTemplate(entry!, args, deps, options, limits?.[name]);
     },
@@ -507,6 +545,7 @@ async function runReport(
     deps: CallDeps,
     signal: AbortSignal,
     nowMs: number,
+    scope: DataScope | undefined,
     step: (rows: number) => void,
   ) => RunTemplate,
 ): Promise<CallToolResult> {
@@ -514,6 +553,9 @@ async function runReport(
   const record = callRecord(report.name, deps, options);
   const parsed = report.input.safeParse(rawArgs ?? {});
   if (!parsed.success) return record.reject(new ArgumentError(describeIssues(parsed.error, rawArgs, entry.knownArgs)));
+  const scope = scopeOf(options.caller);
+  const outside = outsideScope(parsed.data, scope);
+  if (outside.length > 0) return record.reject(new ArgumentError(outside, OUTSIDE_DATA_SCOPE));
   const nowMs = (deps.now ?? Date.now)();
   const ctx: ReportContext = { ...deps.ctx, nowMs, today: localToday(deps.ctx.timeZone, nowMs) };
   let args: unknown;
@@ -529,14 +571,18 @@ async function runReport(
     let done = 0;
     let rowCount = 0;
     const dataAsOf = new Date().toISOString();
-    const run = runFor(report, deps, signal, nowMs, (rows) => {
+    const run = runFor(report, deps, signal, nowMs, scope, (rows) => {
       rowCount += rows;
       done += 1;
       options.progress?.(done, Math.max(total, done), `${done} of ${Math.max(total, done)} queries done`);
     });
     const output = await report.build(run, args, ctx);
     // Every statement's snapshot is later than the instant taken before the first one.
-    const checked = entry.output.safeParse({ ...output, data_as_of: dataAsOf });
+    const checked = entry.output.safeParse({
+      ...output,
+      data_as_of: dataAsOf,
+      ...(scope ? { data_scope: scope } : {}),
+    });
     if (!checked.success) throw new ConfigError(`output does not match its schema: ${checked.error.message}`);
     return { data: checked.data, rowCount };
   });
@@ -560,6 +606,8 @@ async function submitJob(
   if (!parsed.success) {
     return { result: record.reject(new ArgumentError(describeIssues(parsed.error, rawArgs, entry.knownArgs))) };
   }
+  const outside = outsideScope(parsed.data, scopeOf(options.caller));
+  if (outside.length > 0) return { result: record.reject(new ArgumentError(outside, OUTSIDE_DATA_SCOPE)) };
   const nowMs = (deps.now ?? Date.now)();
   const ctx: ReportContext = { ...deps.ctx, nowMs, today: localToday(deps.ctx.timeZone, nowMs) };
   let args: Record<string, unknown>;
@@ -573,7 +621,8 @@ async function submitJob(
   if (!deps.jobs) return { result: record.fail(new InfraError('database_unavailable'), new Error('no job store')) };
   let submitted: JobRow | { inFlight: number };
   try {
-    submitted = await deps.jobs.submit(options.caller.id, report.name, args);
+    // The job keeps its caller's data scope: every run of it, on any replica, answers within it.
+    submitted = await deps.jobs.submit(options.caller, report.name, args);
   } catch (err) {
     return { result: record.fail(classifyDatabaseError(err), err) };
   }
@@ -750,6 +799,45 @@ const CHECK_NOW = Date.parse('2025-06-15T12:00:00Z');
  */
 const CHECK_ZONES = ['UTC', 'Asia/Kolkata'];
 
+/** Two values of each dimension no real scope holds: the check sees every one of them bound. */
+const CHECK_SCOPE_VALUES = ['\u0000scope-check-1', '\u0000scope-check-2'];
+
+/** A call the start-up checks compile: validated arguments, and the context the builder gets. */
+interface CheckedCall {
+  readonly args: Record<string, unknown>;
+  readonly ctx: QueryContext;
+  /** Where the call is, for a refusal's message. */
+  readonly branch: string;
+}
+
+/**
+ * Every call the start-up checks compile: each combination of the template's enumerable and optional
+ * arguments (argument-combinations.ts), in each kind of zone, for a caller who sees every row and,
+ * when the template applies a data scope, for one scoped on each of its dimensions: a scoped caller's
+ * statement is another statement, held to the same rules.
+ */
+function* checkedCalls(template: AnyTemplate): Generator<CheckedCall> {
+  const where = `template ${template.name}`;
+  const scopes: (DataScope | undefined)[] = [undefined];
+  if ((template.dataScope ?? []).length > 0) {
+    scopes.push(Object.fromEntries(template.dataScope!.map((dimension) => [dimension, CHECK_SCOPE_VALUES])));
+  }
+  for (const combination of argumentCombinations(where, template.input, template.examples)) {
+    const parsed = template.input.safeParse(combination);
+    if (!parsed.success) continue; // a combination the schema refuses is never compiled for a caller either
+    for (const timeZone of CHECK_ZONES) {
+      const args = resolvePeriods(parsed.data, timeZone, CHECK_NOW) as Record<string, unknown>;
+      for (const dataScope of scopes) {
+        yield {
+          args,
+          ctx: dataScope ? { timeZone, dataScope } : { timeZone },
+          branch: `(arguments ${JSON.stringify(parsed.data)}, time zone ${timeZone}${dataScope ? ', data scope of each dimension' : ''})`,
+        };
+      }
+    }
+  }
+}
+
 /** The declared personal column a selected source is, if any ("table.column" matches it in any schema). */
 function personalSource(
   personal: PersonalColumns,
@@ -779,44 +867,39 @@ function assertSelections(template: AnyTemplate): void {
   }
   const compiler = createCompiler();
   const declared = Object.keys(template.columns).sort();
-  for (const combination of argumentCombinations(where, template.input, template.examples)) {
-    const parsed = template.input.safeParse(combination);
-    if (!parsed.success) continue; // a combination the schema refuses is never compiled for a caller either
-    for (const timeZone of CHECK_ZONES) {
-      const branch = `(arguments ${JSON.stringify(parsed.data)}, time zone ${timeZone})`;
-      const capped = template.query(compiler, resolvePeriods(parsed.data, timeZone, CHECK_NOW), { timeZone }).limit(1);
-      // The operation tree is all the check reads: skip writing the SQL text when the builder can.
-      const query =
-        'toOperationNode' in capped ? (capped as OperationNodeSource).toOperationNode() : capped.compile().query;
-      let selections: Selection[];
-      try {
-        selections = readSelections(query, Object.keys(template.personal));
-      } catch (err) {
-        if (!(err instanceof UnreadableSelection)) throw err;
-        throw new ConfigError(`${where}: column ${err.alias} ${err.message} ${branch}`);
-      }
-      const aliases = selections.map((s) => s.alias).sort();
-      if (JSON.stringify(aliases) !== JSON.stringify(declared)) {
-        throw new ConfigError(`${where}: selects ${aliases.join(', ')} but declares ${declared.join(', ')} ${branch}`);
-      }
-      for (const { alias, direct, sources } of selections) {
-        const column = template.columns[alias]!;
-        const declaredSources = sourcesOf(column);
-        for (const source of sources) {
-          const personal = personalSource(template.personal, source);
-          if (personal && !declaredSources.includes(personal.key)) {
-            throw new ConfigError(
-              `${where}: column ${alias} selects ${personal.key}${direct ? '' : ' inside an expression'} but declares source ${String(column.source)}; ` +
-                `a personal column (${personal.kind}) must be declared as a source with mask "${MASK_FOR[personal.kind]}" ${branch}`,
-            );
-          }
+  for (const { args, ctx, branch } of checkedCalls(template)) {
+    const capped = template.query(compiler, args, ctx).limit(1);
+    // The operation tree is all the check reads: skip writing the SQL text when the builder can.
+    const query =
+      'toOperationNode' in capped ? (capped as OperationNodeSource).toOperationNode() : capped.compile().query;
+    let selections: Selection[];
+    try {
+      selections = readSelections(query, Object.keys(template.personal));
+    } catch (err) {
+      if (!(err instanceof UnreadableSelection)) throw err;
+      throw new ConfigError(`${where}: column ${err.alias} ${err.message} ${branch}`);
+    }
+    const aliases = selections.map((s) => s.alias).sort();
+    if (JSON.stringify(aliases) !== JSON.stringify(declared)) {
+      throw new ConfigError(`${where}: selects ${aliases.join(', ')} but declares ${declared.join(', ')} ${branch}`);
+    }
+    for (const { alias, direct, sources } of selections) {
+      const column = template.columns[alias]!;
+      const declaredSources = sourcesOf(column);
+      for (const source of sources) {
+        const personal = personalSource(template.personal, source);
+        if (personal && !declaredSources.includes(personal.key)) {
+          throw new ConfigError(
+            `${where}: column ${alias} selects ${personal.key}${direct ? '' : ' inside an expression'} but declares source ${String(column.source)}; ` +
+              `a personal column (${personal.kind}) must be declared as a source with mask "${MASK_FOR[personal.kind]}" ${branch}`,
+          );
         }
-        if (direct && declaredSources.length > 0 && sources.length > 0) {
-          if (!sources.some((s) => declaredSources.includes(s as SourceColumn))) {
-            throw new ConfigError(
-              `${where}: column ${alias} selects ${sources.join(', ')} but declares source ${String(column.source)} ${branch}`,
-            );
-          }
+      }
+      if (direct && declaredSources.length > 0 && sources.length > 0) {
+        if (!sources.some((s) => declaredSources.includes(s as SourceColumn))) {
+          throw new ConfigError(
+            `${where}: column ${alias} selects ${sources.join(', ')} but declares source ${String(column.source)} ${branch}`,
+          );
         }
       }
     }
@@ -827,7 +910,9 @@ function assertSelections(template: AnyTemplate): void {
  * Every value a caller chooses freely (a date, a number, free text) must reach the SQL as a bind
  * parameter: for every combination of the other arguments, in both kinds of zone, changing one such
  * value may change the statement's parameters but never its text. A value spliced in with sql.raw,
- * sql.lit, sql.id or string concatenation changes the text, and the template is refused.
+ * sql.lit, sql.id or string concatenation changes the text, and the template is refused. So is a
+ * template that applies a data scope but, scoped on each of its dimensions to two values no data
+ * holds, leaves one of them out of the parameters: a branch that forgot the scope, or kept one value.
  */
 function assertBoundValues(template: AnyTemplate, inputSchema: Tool['inputSchema']): void {
   const where = `template ${template.name}`;
@@ -837,23 +922,25 @@ function assertBoundValues(template: AnyTemplate, inputSchema: Tool['inputSchema
     return !('enum' in property) && !('const' in property) && property.type !== 'boolean';
   });
   const compiler = createCompiler();
-  for (const combination of argumentCombinations(where, template.input, template.examples)) {
-    const parsed = template.input.safeParse(combination);
-    if (!parsed.success) continue;
-    for (const timeZone of CHECK_ZONES) {
-      const args = resolvePeriods(parsed.data, timeZone, CHECK_NOW) as Record<string, unknown>;
-      for (const [field, changed] of changedValues(args, free)) {
-        // The period has been resolved to days: the changed days are checked as days.
-        const { period: _period, ...days } = changed;
-        const other = template.input.safeParse(days);
-        if (!other.success) continue;
-        const sql = (values: unknown): string => template.query(compiler, values, { timeZone }).limit(1).compile().sql;
-        if (sql(args) !== sql(other.data)) {
-          throw new ConfigError(
-            `${where}: argument ${field} changes the SQL text, not only its parameters (arguments ${JSON.stringify(args)}, time zone ${timeZone}); ` +
-              'every value must reach SQL as a bind parameter: use Kysely builders or sql`${value}`, never sql.raw, sql.lit, sql.id or string concatenation',
-          );
-        }
+  for (const { args, ctx, branch } of checkedCalls(template)) {
+    const compile = (values: unknown): CompiledQuery => template.query(compiler, values, ctx).limit(1).compile();
+    const statement = compile(args);
+    const unbound = ctx.dataScope ? unboundScopeValues(statement.parameters, ctx.dataScope) : [];
+    if (unbound.length > 0) {
+      throw new ConfigError(
+        `${where}: applies a data scope but binds no ${unbound.join(', ')} ${branch}; bind every value of ctx.dataScope in every branch, e.g. where(column, 'in', values)`,
+      );
+    }
+    for (const [field, changed] of changedValues(args, free)) {
+      // The period has been resolved to days: the changed days are checked as days.
+      const { period: _period, ...days } = changed;
+      const other = template.input.safeParse(days);
+      if (!other.success) continue;
+      if (statement.sql !== compile(other.data).sql) {
+        throw new ConfigError(
+          `${where}: argument ${field} changes the SQL text, not only its parameters ${branch}; ` +
+            'every value must reach SQL as a bind parameter: use Kysely builders or sql`${value}`, never sql.raw, sql.lit, sql.id or string concatenation',
+        );
       }
     }
   }
@@ -909,6 +996,41 @@ const DATA_AS_OF = z
     'How fresh the figures are: every row committed before this instant (ISO 8601, UTC) is in them; on a read replica, subtract its replication lag.',
   );
 
+/** Added to every result of a scoped caller, so that a model knows its figures cover part of the data. */
+const DATA_SCOPE = z
+  .record(z.string(), z.array(z.string()))
+  .optional()
+  .describe(
+    'Present when your access is limited to part of the data: for each dimension, the values whose rows the figures cover (e.g. {"region": ["Europe"]}). Every figure leaves out the rest, so totals are partial.',
+  );
+
+/** Whether a scoped caller can be served these templates at all: each applies some data scope. */
+const scopable = (templates: readonly AnyTemplate[]): boolean => templates.every((t) => (t.dataScope ?? []).length > 0);
+
+/** The code of a call refused for an argument that names data outside the caller's scope. */
+const OUTSIDE_DATA_SCOPE = 'outside_data_scope';
+
+/**
+ * A template's pack's data-scope dimensions, each well formed, and the ones the template applies
+ * among them: gives the names of the pack's dimensions.
+ */
+function assertDimensions(template: AnyTemplate): string[] {
+  const declared = (template.dimensions ?? []).map((dimension) => {
+    const where = `template ${template.name}: data-scope dimension ${JSON.stringify(dimension.name)}`;
+    if (!/^[a-z][a-z0-9_]*$/.test(dimension.name)) throw new ConfigError(`${where}: name must be snake_case`);
+    if (dimension.description.trim() === '') throw new ConfigError(`${where}: say what its values are`);
+    return dimension.name;
+  });
+  for (const dimension of template.dataScope ?? []) {
+    if (!declared.includes(dimension)) {
+      throw new ConfigError(
+        `template ${template.name}: applies the data-scope dimension "${dimension}", which its pack does not declare (its dimensions: ${declared.join(', ') || 'none'}); declare it in the pack's dataScope and give it to templateKit`,
+      );
+    }
+  }
+  return declared;
+}
+
 /** A registered template, with what the registry derives from it once. */
 interface Entry {
   readonly template: AnyTemplate;
@@ -931,14 +1053,21 @@ interface Entry {
 
 const MAX_CACHED_STATEMENTS = 1000;
 
-function statementFor(entry: Entry, args: unknown, cap: number, deps: CallDeps): Statement {
-  const key = `${deps.ctx.timeZone}|${cap}|${JSON.stringify(args)}`;
+function statementFor(entry: Entry, args: unknown, cap: number, db: ReaderDatabase, ctx: QueryContext): Statement {
+  const key = `${ctx.timeZone}|${cap}|${JSON.stringify(ctx.dataScope ?? null)}|${JSON.stringify(args)}`;
   let statement = entry.statements.get(key);
   if (!statement) {
     const { sql, parameters } = entry.template
-      .query(deps.db.compiler, args, deps.ctx)
+      .query(db.compiler, args, ctx)
       .limit(cap + 1)
       .compile();
+    // Belt and braces: the start-up check saw every branch bind the scope; this sees this statement do it.
+    const unbound = ctx.dataScope ? unboundScopeValues(parameters, ctx.dataScope) : [];
+    if (unbound.length > 0) {
+      throw new ConfigError(
+        `template ${entry.template.name}: its statement binds no ${unbound.join(', ')} of the caller's data scope`,
+      );
+    }
     statement = { sql, parameters };
     if (entry.statements.size >= MAX_CACHED_STATEMENTS) entry.statements.clear();
     entry.statements.set(key, statement);
@@ -974,22 +1103,27 @@ async function answer(
   deps: CallDeps,
   signal: AbortSignal,
   limit: TemplateLimits | undefined,
+  scope: DataScope | undefined,
 ): Promise<{ data: Record<string, unknown>; rowCount: number }> {
   const { template } = entry;
+  // The builder's context: the reporting zone, and the caller's scope for a scoped caller.
+  const ctx: QueryContext = { timeZone: deps.ctx.timeZone, ...(scope ? { dataScope: scope } : {}) };
   const cap = Math.min(template.rowLimit?.(args) ?? MAX_ROWS, MAX_ROWS, limit?.maxRows ?? MAX_ROWS);
   // Taken before the statement is sent: its snapshot is later, so it holds every commit made before this instant.
   const dataAsOf = new Date().toISOString();
   const run = async (
     values: Record<string, unknown>,
   ): Promise<{ output: Record<string, unknown>; suppressed: number; rows: number }> => {
+    // Built outside the try: a template that breaks its contract is a programmer error, not the database's.
+    const statement = statementFor(entry, values, cap, deps.db, ctx);
     let result: RawResult;
     try {
-      result = await deps.db.execute(statementFor(entry, values, cap, deps), signal);
+      result = await deps.db.execute(statement, signal);
     } catch (err) {
       throw new StatementFailed(err);
     }
     const { rows, suppressed } = shapeRows(entry, result, Math.min(result.rows.length, cap), deps.tokenize);
-    const output = template.present(rows, { truncated: result.rows.length > cap }, values, deps.ctx);
+    const output = template.present(rows, { truncated: result.rows.length > cap }, values, ctx);
     return { output, suppressed, rows: rows.length };
   };
   const current = await run(args);
@@ -1005,6 +1139,7 @@ async function answer(
   const checked = entry.output.safeParse({
     ...output,
     data_as_of: dataAsOf,
+    ...(scope ? { data_scope: scope } : {}),
     ...(entry.suppresses ? { suppressed_groups: suppressed } : {}),
   });
   if (!checked.success) throw new ConfigError(`output does not match its schema: ${checked.error.message}`);
@@ -1035,6 +1170,7 @@ function callRecord(name: string, deps: CallDeps, options: CallOptions): CallRec
       deps.audit.write({
         request_id: requestId,
         caller: options.caller.id,
+        ...callerFields(options.caller),
         tool: name,
         arguments: record.args,
         outcome,
@@ -1149,7 +1285,10 @@ async function runTemplate(
   // audit line all see the days the call covered.
   const args = resolvePeriods(parsed.data, deps.ctx.timeZone, (deps.now ?? Date.now)()) as Record<string, unknown>;
   record.args = args;
-  return admitted(record, deps, options, limit, (signal) => answer(entry, args, deps, signal, limit));
+  const scope = scopeOf(options.caller);
+  const outside = outsideScope(args, scope);
+  if (outside.length > 0) return record.reject(new ArgumentError(outside, OUTSIDE_DATA_SCOPE));
+  return admitted(record, deps, options, limit, (signal) => answer(entry, args, deps, signal, limit, scope));
 }
 
 /**

@@ -5,6 +5,7 @@
  * them as tools and runs them.
  */
 import type { z } from 'zod';
+import type { DataScope } from './lib/data-scope.js';
 import type { AnyTemplate, QueryContext, QueryTemplate, ToolContract } from './registry.js';
 
 /** A template's result as a report gets it: its output, with the registry's freshness. */
@@ -26,8 +27,11 @@ export interface ReportContext extends QueryContext {
   readonly nowMs: number;
 }
 
-/** A report's answer as a call returns it: its output, with the registry's data_as_of. */
-export type ReportAnswer<Output> = Output & { readonly data_as_of: string };
+/**
+ * A report's answer as a call returns it: its output, with the registry's data_as_of, and the
+ * caller's data scope when it sees part of the data.
+ */
+export type ReportAnswer<Output> = Output & { readonly data_as_of: string; readonly data_scope?: DataScope };
 
 /**
  * A report laid out for a person, from its answer alone: every figure is the answer's own. The

@@ -211,7 +211,7 @@ for (const [label, value] of LIMITS) inField('limit', label, value);
 
 // Unknown, look-alike and prototype-related keys.
 const EXTRA_MEMBERS: readonly [label: string, members: string, names: string | RegExp][] = [
-  ['an extra region', '"region":"Europe"', '"region"'],
+  ['an extra country', '"country":"France"', '"country"'],
   ['an extra sql', '"sql":"select * from sales.customers"', '"sql"'],
   ['constructor', '"constructor":{"prototype":{"polluted":true}}', '"constructor"'],
   ['prototype', '"prototype":{"polluted":true}', '"prototype"'],

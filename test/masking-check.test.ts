@@ -29,6 +29,7 @@ function probe(contact: (eb: AnyBuilder) => AliasableExpression<unknown>, declar
     name: 'query_probe',
     columns: { contact: declared },
     rowLimit: undefined,
+    dataScope: undefined, // the probe's query applies no data scope
     query: (db, args, ctx) =>
       ordersInRange(db, resolveRange(args), ctx.timeZone)
         .innerJoin('reporting.customers as c', 'c.id', 'o.customer_id')
@@ -46,6 +47,7 @@ function probeQuery(
     name: 'query_probe',
     columns: { contact: declared },
     rowLimit: undefined,
+    dataScope: undefined, // the probe's query applies no data scope
     query: (db, _a, ctx) => query(db, ctx),
   };
 }

@@ -31,8 +31,10 @@ import {
 } from './support/authorization-server.js';
 import { BROWSER_TESTS, launchChromium } from './support/browser.js';
 import { startCli, type RunningCli } from './support/cli.js';
+import { connectAdmin } from './support/harness.js';
 import { parseExposition, valueOf } from './support/prometheus-text.js';
 import { post, type Answer } from './support/raw-http.js';
+import { eventually } from './support/scratch.js';
 
 const ANALYST_TOOLS = ['query_order_count', 'query_sales', 'query_top_products', 'query_recent_orders'];
 
@@ -288,6 +290,87 @@ describe('an MCP client completes an OAuth flow and calls tools', () => {
   });
 });
 
+describe('a caller scoped by its token', () => {
+  const WEEK = { start_date: '2025-06-01', end_date: '2025-06-07' };
+
+  /** Orders of the week by status, from the raw tables through the admin connection, for the regions given (null: all). */
+  async function groundTruth(
+    regions: readonly string[] | null,
+  ): Promise<{ order_count: number; by_status: Record<string, number> }> {
+    const admin = await connectAdmin();
+    try {
+      const { rows } = await admin.query<{ status: string; n: number }>(
+        `select o.status, count(*)::int as n from sales.orders o join sales.customers c on c.id = o.customer_id
+          where ($1::text[] is null or c.region = any($1)) and o.ordered_at >= '2025-06-01T00:00:00Z' and o.ordered_at < '2025-06-08T00:00:00Z'
+          group by o.status`,
+        [regions],
+      );
+      const by_status = Object.fromEntries(
+        ['pending', 'paid', 'shipped', 'cancelled', 'refunded'].map((s) => [
+          s,
+          rows.find((r) => r.status === s)?.n ?? 0,
+        ]),
+      );
+      return { order_count: rows.reduce((sum, r) => sum + r.n, 0), by_status };
+    } finally {
+      await admin.end();
+    }
+  }
+
+  async function connectAs(clientId: string): Promise<Client> {
+    const authProvider = new ClientCredentialsProvider({
+      clientId,
+      clientSecret: CLIENT_SECRET,
+      scope: 'sales:read',
+      expectedIssuer: provider.issuer,
+    });
+    const client = new Client({ name: `oauth-${clientId}`, version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(resource), { authProvider }));
+    return client;
+  }
+
+  it.each([
+    ['eu-bot', ['Europe']],
+    ['two-region-bot', ['Europe', 'Asia Pacific']],
+  ] as const)(
+    '%s: the region claim scopes every figure, equal to SQL over its regions alone',
+    async (clientId, regions) => {
+      const client = await connectAs(clientId);
+      try {
+        const counted = await client.callTool({ name: 'query_order_count', arguments: WEEK });
+        const expected = await groundTruth(regions);
+        expect(expected.order_count).toBeGreaterThan(0);
+        expect(counted.structuredContent).toMatchObject({ ...expected, data_scope: { region: regions } });
+        const everyone = await groundTruth(null);
+        expect(everyone.order_count).toBeGreaterThan(expected.order_count);
+        const byRegion = await client.callTool({ name: 'query_sales', arguments: { ...WEEK, group_by: 'region' } });
+        const rows = (byRegion.structuredContent as { rows: { region: string }[] }).rows;
+        expect(new Set(rows.map((r) => r.region))).toEqual(new Set(regions));
+        const widened = await client.callTool({
+          name: 'query_sales',
+          arguments: { ...WEEK, group_by: 'day', region: 'North America' },
+        });
+        expect(widened.isError).toBe(true);
+        expect(JSON.stringify(widened.content)).toMatch(/region: outside your data scope/);
+      } finally {
+        await client.close();
+      }
+    },
+  );
+
+  it('a token without the claim is unscoped where the configuration says so, and sees every region', async () => {
+    const client = await connectAs('report-bot');
+    try {
+      const counted = await client.callTool({ name: 'query_order_count', arguments: WEEK });
+      const everyone = await groundTruth(null);
+      expect(counted.structuredContent).toMatchObject(everyone);
+      expect(counted.structuredContent).not.toHaveProperty('data_scope');
+    } finally {
+      await client.close();
+    }
+  });
+});
+
 describe('tokens that must be refused', () => {
   /** The refusal a token gets: its status, the challenge's error and the message's reason. */
   async function refusalOf(
@@ -438,6 +521,32 @@ describe('the strict server', () => {
     expect(
       (await listWith(await issuer.sign(claims(strictResource)), strictResource, from('198.51.100.1'))).status,
     ).toBe(200);
+  });
+
+  it('writes the audit line with the hashed subject, the client and the data scope, never the subject itself', async () => {
+    const token = await issuer.sign(claims(strictResource, { sub: 'alice@example.com', client_id: 'desk-app' }));
+    const answer = await post(
+      new URL(strictResource),
+      {
+        jsonrpc: '2.0',
+        id: 3,
+        method: 'tools/call',
+        params: { name: 'query_order_count', arguments: { start_date: '2025-06-01', end_date: '2025-06-07' } },
+      },
+      { ...MODERN, ...from('198.51.100.3'), authorization: `Bearer ${token}` },
+    );
+    expect(answer.status).toBe(200);
+    const line = await eventually('the audit line', async () =>
+      readFileSync(auditPath, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .find((l) => l.type === 'audit' && l.client_id === 'desk-app'),
+    );
+    expect(line).toMatchObject({ tool: 'query_order_count', outcome: 'ok', data_scope: { region: ['Europe'] } });
+    expect(line.subject).toMatch(/^sub-[A-Za-z0-9_-]{22}$/);
+    expect(line.caller).toBe(line.subject);
+    expect(readFileSync(auditPath, 'utf8')).not.toContain('alice@example.com');
   });
 
   it('accepts a token signed with a rotated key once the refetch interval has passed, and refuses the old key', async () => {

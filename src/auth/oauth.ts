@@ -16,6 +16,8 @@ import { createIssuer, IssuerUnavailable, type Issuer } from './issuers.js';
 
 export interface OAuthDeps {
   readonly grants: Grants;
+  /** The data-scope dimensions the served packs declare: `data_scope` may map claims to these only. */
+  readonly dimensions: ReadonlySet<string>;
   /** Key of the hash that stands for subjects in audit lines and caller ids. */
   readonly subjectKey: Uint8Array;
   readonly logger: Logger;
@@ -70,6 +72,13 @@ export function createOAuthResourceServer(settings: OAuthSettings, deps: OAuthDe
       logger: deps.logger,
     }),
   );
+  for (const dimension of Object.keys(settings.dataScope)) {
+    if (!deps.dimensions.has(dimension)) {
+      throw new ConfigError(
+        `QUERYGATE_CONFIG oauth.data_scope.${dimension}: not a data-scope dimension of the served packs (${deps.dimensions.size === 0 ? 'they declare none' : [...deps.dimensions].join(', ')})`,
+      );
+    }
+  }
   const secrets = new Map<AuthorizationServerSettings, string>();
   settings.authorizationServers.forEach((as, i) => {
     if (!as.introspection) return;

@@ -49,6 +49,12 @@ export async function ensureJobStore(db: Kysely<unknown>, role: string): Promise
         updated_at timestamptz not null default now(),
         expires_at timestamptz not null
       )`.execute(tx);
+    // Added after the first job stores were made: a job keeps its caller's data scope and identity.
+    await sql`
+      alter table ${schema}.jobs
+        add column if not exists data_scope jsonb,
+        add column if not exists subject text,
+        add column if not exists client_id text`.execute(tx);
     await sql`revoke all on ${schema}.jobs from public`.execute(tx);
     await sql`create index if not exists jobs_in_flight on ${schema}.jobs (caller) where state in ('pending', 'running')`.execute(
       tx,

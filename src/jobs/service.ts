@@ -10,7 +10,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import pg from 'pg';
 import type { Logger } from '../logger.js';
-import type { CallDeps, Registry } from '../registry.js';
+import type { CallDeps, Caller, Registry } from '../registry.js';
 import {
   CANCEL_CHANNEL,
   claimStale,
@@ -18,6 +18,7 @@ import {
   findJob,
   finishJob,
   insertJob,
+  jobCaller,
   releaseJob,
   renewLease,
   requestCancel,
@@ -36,7 +37,7 @@ export interface RunEnding {
 
 /** Runs a job's report for its caller: the registry's call, with the job's signal and progress. */
 export type RunReport = (
-  job: { readonly tool: string; readonly caller: string; readonly args: Record<string, unknown> },
+  job: { readonly tool: string; readonly caller: Caller; readonly args: Record<string, unknown> },
   signal: AbortSignal,
   progress: (done: number, total: number, message: string) => void,
 ) => Promise<{ result: CallToolResult; ending: RunEnding }>;
@@ -46,7 +47,7 @@ export function runThrough(registry: Registry, deps: CallDeps): RunReport {
   return async (job, signal, progress) => {
     let ending: RunEnding = { outcome: 'failed' };
     const result = await registry.call(job.tool, job.args, deps, {
-      caller: { id: job.caller },
+      caller: job.caller,
       signal,
       progress,
       ended: (e) => (ending = e),
@@ -68,8 +69,11 @@ export interface JobService {
   readonly settings: JobSettings;
   /** How often a client should poll, in milliseconds. */
   readonly pollIntervalMs: number;
-  /** Records a job for a caller and starts it here; gives how many it has in flight when at the bound. */
-  submit(caller: string, tool: string, args: Record<string, unknown>): Promise<JobRow | { inFlight: number }>;
+  /**
+   * Records a job for a caller, with its data scope, and starts it here; gives how many it has in
+   * flight when at the bound.
+   */
+  submit(caller: Caller, tool: string, args: Record<string, unknown>): Promise<JobRow | { inFlight: number }>;
   /** A caller's job as it stands (taking it over first when its replica went quiet). */
   get(caller: string, id: string): Promise<JobRow | undefined>;
   /** Asks for a caller's job to be cancelled; gives it as it stands. */
@@ -138,7 +142,7 @@ export function startJobService(options: JobServiceOptions): JobService {
         await beat({ running: true });
         if (run.stop) break;
         const { result, ending } = await options.run(
-          { tool: job.tool, caller: job.caller, args: job.arguments },
+          { tool: job.tool, caller: jobCaller(job), args: job.arguments },
           run.abort.signal,
           (done, total, message) => {
             run.progress = { done, total, message };

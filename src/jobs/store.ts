@@ -7,6 +7,8 @@
 import { Kysely, PostgresDialect, sql, type ColumnType, type Generated, type Selectable } from 'kysely';
 import pg from 'pg';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { DataScope } from '../lib/data-scope.js';
+import type { Caller } from '../registry.js';
 
 export const JOB_STATES = ['pending', 'running', 'completed', 'failed', 'cancelled'] as const;
 export type JobState = (typeof JOB_STATES)[number];
@@ -23,6 +25,11 @@ type Json<T> = ColumnType<T, string, string>;
 interface JobsTable {
   id: string;
   caller: string;
+  /** The caller's data scope when it submitted: every run of the job answers within it. */
+  data_scope: Json<DataScope | null> | null;
+  /** Who the caller was, and its OAuth client, for the audit lines of the job's runs. */
+  subject: string | null;
+  client_id: string | null;
   tool: string;
   arguments: Json<Record<string, unknown>>;
   state: JobState;
@@ -75,7 +82,8 @@ export function openJobStore(url: string, options: { readonly poolMax?: number }
 
 export interface NewJob {
   readonly id: string;
-  readonly caller: string;
+  /** Who submits it: its id owns the job; its data scope, subject and client are kept for its runs. */
+  readonly caller: Caller;
   readonly tool: string;
   readonly args: Record<string, unknown>;
   /** The replica that will run it. */
@@ -92,11 +100,11 @@ export interface NewJob {
  */
 export async function insertJob(db: JobStore, job: NewJob): Promise<JobRow | { inFlight: number }> {
   return db.transaction().execute(async (tx) => {
-    await sql`select pg_advisory_xact_lock(hashtext(${`querygate_jobs:${job.caller}`}))`.execute(tx);
+    await sql`select pg_advisory_xact_lock(hashtext(${`querygate_jobs:${job.caller.id}`}))`.execute(tx);
     const { count } = await tx
       .selectFrom(JOBS)
       .select((eb) => eb.fn.countAll<string>().as('count'))
-      .where('caller', '=', job.caller)
+      .where('caller', '=', job.caller.id)
       .where('state', 'in', IN_FLIGHT)
       .where('expires_at', '>', sql<Date>`now()`)
       .executeTakeFirstOrThrow();
@@ -105,7 +113,10 @@ export async function insertJob(db: JobStore, job: NewJob): Promise<JobRow | { i
       .insertInto(JOBS)
       .values({
         id: job.id,
-        caller: job.caller,
+        caller: job.caller.id,
+        data_scope: job.caller.dataScope === undefined ? null : JSON.stringify(job.caller.dataScope),
+        subject: job.caller.subject ?? null,
+        client_id: job.caller.clientId ?? null,
         tool: job.tool,
         arguments: JSON.stringify(job.args),
         state: 'pending',
@@ -117,6 +128,19 @@ export async function insertJob(db: JobStore, job: NewJob): Promise<JobRow | { i
       .returningAll()
       .executeTakeFirstOrThrow();
   });
+}
+
+/**
+ * The caller a job runs as, on whichever replica runs it: its id, and the data scope, subject and
+ * client it submitted with. Its toolset was checked when it submitted.
+ */
+export function jobCaller(job: JobRow): Caller {
+  return {
+    id: job.caller,
+    ...(job.data_scope === null ? {} : { dataScope: job.data_scope }),
+    ...(job.subject === null ? {} : { subject: job.subject }),
+    ...(job.client_id === null ? {} : { clientId: job.client_id }),
+  };
 }
 
 /** A caller's job, unless it expired: another caller's job is as unknown as one that never was. */
