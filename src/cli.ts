@@ -243,7 +243,10 @@ async function serve(
                     : 'http_unauthorized',
             );
             // Every client's first request has no token: that is discovery, not a failure worth a line.
-            if (event.reason !== 'missing_token') app.deps.audit.writeAuthFailure?.(event);
+            // A throttled address gets one line when the throttle starts, not one per refused request.
+            if (event.reason !== 'missing_token' && !event.repeated) {
+              app.deps.audit.writeAuthFailure?.({ reason: event.reason, status: event.status, source: event.source });
+            }
           },
           // Room for a client's initialize and list requests around its calls.
           requestBuckets: createTokenBuckets(config.rateLimitPerMinute * 5),

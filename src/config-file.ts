@@ -52,6 +52,8 @@ export interface AuthorizationServerSettings {
   readonly jwksUri: string | undefined;
   /** The signature algorithms accepted: asymmetric ones only. */
   readonly algorithms: readonly string[];
+  /** The JOSE header `typ` a token must have (`at+jwt`, RFC 9068), so that an ID token is not taken for an access token. */
+  readonly tokenType: string | undefined;
   /** The claims whose values are the token's scopes: `scope` and `scp` by default; Entra ID puts app permissions in `roles`. */
   readonly scopeClaims: readonly string[];
   /** RFC 7662 introspection of opaque tokens; JWTs only when absent. */
@@ -200,15 +202,19 @@ function schema(options: ConfigFileOptions) {
   );
 }
 
+const LOOPBACK_HOSTS = ['127.0.0.1', 'localhost', '[::1]'];
+
+/** An https URL (http only on loopback: keys, tokens and secrets must not cross a network in clear). */
 const httpUrl = (what: string) =>
   z.string({ error: `must be ${what}` }).refine((value) => {
     try {
       const url = new URL(value);
-      return (url.protocol === 'https:' || url.protocol === 'http:') && url.hash === '' && url.username === '';
+      const secure = url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK_HOSTS.includes(url.hostname));
+      return secure && url.hash === '' && url.username === '';
     } catch {
       return false;
     }
-  }, `must be ${what}: an http(s) URL without a fragment or credentials`);
+  }, `must be ${what}: an https URL (http only on loopback) without a fragment or credentials`);
 
 function oauthSchema(wholeNumber: { error: string }) {
   const server = z.strictObject({
@@ -232,6 +238,7 @@ function oauthSchema(wholeNumber: { error: string }) {
       .array(z.string({ error: 'must be a claim name' }).min(1, 'must not be empty'), { error: 'must be a list' })
       .min(1, 'must list at least one claim')
       .optional(),
+    token_type: z.string({ error: 'must be a string' }).min(1, 'must not be empty').optional(),
     introspection: z
       .strictObject({
         endpoint: httpUrl('a URL').optional(),
@@ -244,7 +251,14 @@ function oauthSchema(wholeNumber: { error: string }) {
   });
   return z.strictObject({
     resource: httpUrl("this server's canonical URL"),
-    authorization_servers: z.array(server, { error: 'must be a list' }).min(1, 'must list at least one'),
+    authorization_servers: z
+      .array(server, { error: 'must be a list' })
+      .min(1, 'must list at least one')
+      // An opaque token names no issuer: it would be shown to each server in turn, so only one may introspect.
+      .refine(
+        (servers) => servers.filter((as) => as.introspection !== undefined).length <= 1,
+        'only one authorization server may have introspection: an opaque token names no issuer, and must be shown to no other',
+      ),
     data_scope: z
       .record(
         z.string().regex(NAME, 'a dimension name is 1 to 64 letters, digits, _ . or -'),
@@ -324,6 +338,7 @@ export function parseConfigFile(value: unknown, options: ConfigFileOptions): Con
         jwksUri: as.jwks_uri,
         algorithms: as.algorithms ?? DEFAULT_ALGORITHMS,
         scopeClaims: as.scope_claims ?? ['scope', 'scp'],
+        tokenType: as.token_type,
         introspection: as.introspection && {
           endpoint: as.introspection.endpoint,
           clientId: as.introspection.client_id,

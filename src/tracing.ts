@@ -63,14 +63,16 @@ export function createTracing(env: NodeJS.ProcessEnv, logger: Logger, version: s
             options.traceparent === undefined
               ? ROOT_CONTEXT
               : propagator.extract(ROOT_CONTEXT, { traceparent: options.traceparent }, defaultTextMapGetter);
+          // A name the server does not serve is the client's text: it names no span.
+          const served = registry.tools.some((tool) => tool.name === name);
           const span = tracer.startSpan(
-            `tools/call ${name}`,
+            served ? `tools/call ${name}` : 'tools/call (unknown tool)',
             {
               kind: SpanKind.SERVER,
               attributes: {
                 'mcp.method.name': 'tools/call',
                 'gen_ai.operation.name': 'execute_tool',
-                'gen_ai.tool.name': name,
+                ...(served ? { 'gen_ai.tool.name': name } : {}),
                 'querygate.caller': options.caller.id,
               },
             },

@@ -313,6 +313,7 @@ describe('the oauth section', () => {
           jwksUri: undefined,
           algorithms: ['RS256', 'PS256', 'ES256', 'EdDSA', 'Ed25519'],
           scopeClaims: ['scope', 'scp'],
+          tokenType: undefined,
           introspection: undefined,
         },
       ],
@@ -334,6 +335,28 @@ describe('the oauth section', () => {
     expect(refusal(() => parseConfigFile(oauth({ resource: 'https://q.example.com/mcp#x' }), OPTIONS))).toMatch(
       /oauth\.resource: must be this server's canonical URL/,
     );
+    expect(
+      refusal(() => parseConfigFile(oauth({}, { issuer: 'http://idp.example.com/realms/sales' }), OPTIONS)),
+    ).toMatch(
+      /oauth\.authorization_servers\[0\]\.issuer: must be the issuer identifier: an https URL \(http only on loopback\)/,
+    );
+    const introspecting = { introspection: { client_id: 'q', client_secret_env: 'SECRET' } };
+    expect(
+      refusal(() =>
+        parseConfigFile(
+          {
+            oauth: {
+              resource: 'https://q.example.com/mcp',
+              authorization_servers: [
+                { issuer: 'https://a.example.com', ...introspecting },
+                { issuer: 'https://b.example.com', ...introspecting },
+              ],
+            },
+          },
+          OPTIONS,
+        ),
+      ),
+    ).toMatch(/oauth\.authorization_servers: only one authorization server may have introspection/);
     expect(refusal(() => parseConfigFile(oauth({ jwks_refetch_seconds: 0 }), OPTIONS))).toMatch(
       /oauth\.jwks_refetch_seconds: must be at least 1/,
     );

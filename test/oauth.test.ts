@@ -108,7 +108,7 @@ beforeAll(async () => {
     strictPort,
     writeConfig('strict.json', {
       resource: strictResource,
-      authorization_servers: [{ issuer: issuer.issuer }],
+      authorization_servers: [{ issuer: issuer.issuer, token_type: 'at+jwt' }],
       data_scope: { region: { claim: 'region' } },
       jwks_refetch_seconds: 1,
     }),
@@ -500,6 +500,15 @@ describe('tokens that must be refused', () => {
       resource_metadata: new URL('/.well-known/oauth-protected-resource/mcp', resource).href,
     });
     expect(answer.json).toMatchObject({ id: 7, error: { code: -32001 } });
+    // A tool that does not exist is not a scope question: it stays an unknown tool, and its name is not echoed.
+    const unknown = await post(
+      new URL(resource),
+      { ...call, params: { name: 'no_such_tool_\u00e9\u4e2d', arguments: {} } },
+      { ...MODERN, authorization: `Bearer ${token}` },
+    );
+    expect(unknown.status).toBe(200);
+    expect(unknown.json.error).toMatchObject({ code: -32602 });
+    expect(unknown.headers['www-authenticate']).toBeUndefined();
     // tools/list shows only what the scopes grant.
     const listed = await listWith(token);
     expect((listed.json.result!.tools as { name: string }[]).map((t) => t.name)).toEqual(ANALYST_TOOLS);
@@ -545,22 +554,47 @@ describe('the strict server', () => {
     );
     expect(line).toMatchObject({ tool: 'query_order_count', outcome: 'ok', data_scope: { region: ['Europe'] } });
     expect(line.subject).toMatch(/^sub-[A-Za-z0-9_-]{22}$/);
-    expect(line.caller).toBe(line.subject);
+    expect(line.caller).toBe(`oauth:${String(line.subject)}`);
     expect(readFileSync(auditPath, 'utf8')).not.toContain('alice@example.com');
   });
 
   it('accepts a token signed with a rotated key once the refetch interval has passed, and refuses the old key', async () => {
     const old = await issuer.sign(claims(strictResource));
     expect((await listWith(old, strictResource, from('198.51.100.2'))).status).toBe(200);
+    // Signed with the old key but not shown yet: a token verified before is trusted for up to a minute.
+    const unseen = await issuer.sign(claims(strictResource, { sub: 'bob' }));
     await issuer.rotate();
     const before = issuer.fetches;
     await new Promise((done) => setTimeout(done, 1100));
     const rotated = await issuer.sign(claims(strictResource));
     expect((await listWith(rotated, strictResource, from('198.51.100.2'))).status).toBe(200);
     expect(issuer.fetches).toBe(before + 1);
-    const stale = await listWith(old, strictResource, from('198.51.100.2'));
+    const stale = await listWith(unseen, strictResource, from('198.51.100.2'));
     expect(stale.status).toBe(401);
     expect(stale.json.error!.message).toMatch(/key the authorization server does not publish/);
+  });
+
+  it('refuses a token of another type (an ID token) where the issuer is held to at+jwt', async () => {
+    const idToken = await new SignJWT(claims(strictResource))
+      .setProtectedHeader({ alg: 'ES256', kid: issuer.publicJwk().kid!, typ: 'JWT' })
+      .sign(issuer.privateKey());
+    const answer = await listWith(idToken, strictResource, from('198.51.100.4'));
+    expect(answer.status).toBe(401);
+    expect(answer.json.error!.message).toMatch(/not an access token/);
+  });
+
+  it('meets the throttle with bad tokens sent all at once, each charged before it is verified', async () => {
+    const { privateKey } = await generateKeyPair('ES256');
+    const tokens = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        issuer.sign(claims(strictResource), { kid: `parallel-${i}`, key: privateKey }),
+      ),
+    );
+    const statuses = await Promise.all(
+      tokens.map(async (t) => (await listWith(t, strictResource, from('203.0.113.77'))).status),
+    );
+    expect(statuses.filter((s) => s === 401)).toHaveLength(5);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(7);
   });
 
   it('throttles a burst of bad tokens from one address with 429 and Retry-After, and audits each without the token', async () => {
@@ -580,9 +614,10 @@ describe('the strict server', () => {
       .split('\n')
       .map((l) => JSON.parse(l) as Record<string, unknown>)
       .filter((l) => l.type === 'auth_failure' && l.source === '203.0.113.9');
+    // Refused three times, but audited once: when the throttle started.
     expect(lines.map((l) => [l.reason, l.status])).toEqual([
       ...Array(5).fill(['malformed_token', 401]),
-      ...Array(3).fill(['throttled', 429]),
+      ['throttled', 429],
     ]);
     expect(readFileSync(auditPath, 'utf8')).not.toContain(bad);
     // The same failures, counted for /metrics by reason: this server's whole history, known from the tests above.
@@ -594,8 +629,13 @@ describe('the strict server', () => {
       failures('throttled'),
       failures('missing_claim'),
       failures('unknown_key'),
-    ]).toEqual([5, 3, 1, 1]);
-    expect(valueOf(scraped, 'querygate_refusals_total', { reason: 'http_auth_throttled' })).toBe(3);
+    ]).toEqual([
+      5 + 1, // the burst, and the ID token
+      3 + 7, // the burst's, and the parallel attempts'
+      1,
+      1 + 5, // the rotated-out key, and the parallel attempts let through to be verified
+    ]);
+    expect(valueOf(scraped, 'querygate_refusals_total', { reason: 'http_auth_throttled' })).toBe(3 + 7);
   });
 });
 

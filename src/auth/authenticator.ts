@@ -38,6 +38,8 @@ export interface AuthSuccess {
   readonly caller: Caller;
   /** Present when the caller's tools come from scopes: a tool outside them gets an insufficient_scope challenge. */
   readonly scopes?: readonly string[];
+  /** When the token stops being valid (ms since the epoch), for a verified OAuth token: it is not trusted past it. */
+  readonly expiresAt?: number;
 }
 
 export type AuthResult = AuthSuccess | AuthFailure;

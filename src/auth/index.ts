@@ -2,6 +2,7 @@
  * Who is calling over HTTP: static tokens, OAuth access tokens, or both; and what the server says to
  * a client that must authenticate (RFC 6750's challenge, RFC 9728's Protected Resource Metadata).
  */
+import { createHash } from 'node:crypto';
 import type { OAuthSettings } from '../config-file.js';
 import { bearerToken, failure, type AuthFailure, type AuthResult } from './authenticator.js';
 import { scopesGranting, type Grants } from './grants.js';
@@ -16,6 +17,9 @@ export { createFailureThrottle, type FailureThrottle } from './throttle.js';
 
 /** Longest bearer token looked at: anything longer is refused before any work is done on it. */
 const MAX_TOKEN_LENGTH = 8192;
+/** Verified OAuth tokens kept, so that a client's next requests cost no verification. */
+const VERIFIED_CACHE_SIZE = 10_000;
+const VERIFIED_CACHE_MS = 60_000;
 
 export interface ProtectedResource {
   /** The paths this server answers the metadata at: the path-suffixed form (RFC 9728 §3.1) and the bare one. */
@@ -26,6 +30,12 @@ export interface ProtectedResource {
 }
 
 export interface Authenticator {
+  /**
+   * The answer when it needs no work: no token or a malformed header, a static token, or an OAuth
+   * token verified a moment ago (kept up to a minute, never past its exp). Undefined when the token
+   * must be verified, which may wait on a signature check or on the authorization server.
+   */
+  known(authorization: string | undefined): AuthResult | undefined;
   authenticate(authorization: string | undefined): Promise<AuthResult>;
   /** The scopes that grant a tool: an insufficient_scope challenge names them. */
   scopesGranting(tool: string): string[];
@@ -39,36 +49,60 @@ export interface Authenticator {
 
 /** A value for a quoted-string parameter: no quotes, backslashes or control characters. */
 const quoted = (value: string): string =>
-  `"${[...value].filter((c) => c >= ' ' && c !== '\u007f' && c !== '"' && c !== '\\').join('')}"`;
+  `"${[...value]
+    .filter((c) => c >= ' ' && c <= '~' && c !== '"' && c !== '\\')
+    .join('')
+    .slice(0, 300)}"`;
 
 export function createAuthenticator(options: {
   readonly staticTokens?: StaticTokens;
   readonly oauth?: { readonly settings: OAuthSettings; readonly server: OAuthResourceServer };
   readonly grants: Grants;
+  readonly now?: () => number;
 }): Authenticator | undefined {
   const { staticTokens, oauth, grants } = options;
   if (!staticTokens && !oauth) return undefined;
   const protectedResource = oauth && protectedResourceOf(oauth.settings, grants);
+  const verified = new Map<string, { readonly result: AuthResult; readonly until: number }>();
+  const now = options.now ?? Date.now;
+  const hashOf = (token: string): string => createHash('sha256').update(token).digest('base64url');
+  const known = (authorization: string | undefined): AuthResult | undefined => {
+    const token = bearerToken(authorization);
+    if (token === undefined) return failure('missing_token', 'a bearer token is required');
+    if (token === null || token.length > MAX_TOKEN_LENGTH) {
+      return failure('malformed_token', 'the Authorization header is not "Bearer <token>"');
+    }
+    // Static tokens first: a hash lookup, cheaper than any signature.
+    const found = staticTokens?.check(token);
+    if (found) return found;
+    if (!oauth) return failure('unknown_token', 'the token is not one this server knows');
+    const cached = verified.get(hashOf(token));
+    return cached && cached.until > now() ? cached.result : undefined;
+  };
   return {
     staticTokens: staticTokens?.count ?? 0,
     protectedResource,
     scopesGranting: (tool) => scopesGranting(tool, grants),
+    known,
     authenticate: async (authorization) => {
-      const token = bearerToken(authorization);
-      if (token === undefined) return failure('missing_token', 'a bearer token is required');
-      if (token === null || token.length > MAX_TOKEN_LENGTH) {
-        return failure('malformed_token', 'the Authorization header is not "Bearer <token>"');
+      const answer = known(authorization);
+      if (answer) return answer;
+      const token = bearerToken(authorization)!;
+      const result = await oauth!.server.check(token);
+      if (result.ok) {
+        const key = hashOf(token);
+        verified.delete(key);
+        verified.set(key, { result, until: Math.min(now() + VERIFIED_CACHE_MS, result.expiresAt ?? Infinity) });
+        if (verified.size > VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value!);
       }
-      // Static tokens first: a hash lookup, cheaper than any signature.
-      const known = staticTokens?.check(token);
-      if (known) return known;
-      if (oauth) return oauth.server.check(token);
-      return failure('unknown_token', 'the token is not one this server knows');
+      return result;
     },
     challenge: (refusal) => {
       const params: string[] = [];
+      // RFC 6750: invalid_token goes with 401, insufficient_scope with 403; another 403 (a token
+      // without its data-scope claim) names no error, so that a client does not sign in again in a loop.
       if (refusal.reason === 'insufficient_scope') params.push('error="insufficient_scope"');
-      else if (refusal.reason !== 'missing_token') params.push('error="invalid_token"');
+      else if (refusal.status === 401 && refusal.reason !== 'missing_token') params.push('error="invalid_token"');
       else params.push('realm="querygate"');
       if (protectedResource) params.push(`resource_metadata=${quoted(protectedResource.metadataUrl)}`);
       const scope = refusal.scope ?? (refusal.reason === 'missing_token' ? [...grants.scopes().keys()] : []);

@@ -55,10 +55,26 @@ async function fetchJson(url: string): Promise<unknown> {
     throw new IssuerUnavailable(`${url}: ${(err as Error).message}`);
   }
   if (!response.ok) throw new IssuerUnavailable(`${url}: HTTP ${response.status}`);
-  const text = await response.text();
-  if (text.length > MAX_DOCUMENT_BYTES) throw new IssuerUnavailable(`${url}: larger than ${MAX_DOCUMENT_BYTES} bytes`);
+  return readJson(response, url);
+}
+
+/** A response's JSON body, read up to MAX_DOCUMENT_BYTES: a bigger one is cut off, not held in memory. */
+export async function readJson(response: Response, url: string): Promise<unknown> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = response.body?.getReader();
+  for (;;) {
+    const next = await reader?.read();
+    if (!next || next.done) break;
+    size += next.value.byteLength;
+    if (size > MAX_DOCUMENT_BYTES) {
+      await reader!.cancel();
+      throw new IssuerUnavailable(`${url}: larger than ${MAX_DOCUMENT_BYTES} bytes`);
+    }
+    chunks.push(next.value);
+  }
   try {
-    return JSON.parse(text) as unknown;
+    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
   } catch {
     throw new IssuerUnavailable(`${url}: not JSON`);
   }
@@ -136,8 +152,14 @@ export function createIssuer(settings: AuthorizationServerSettings, options: Iss
   };
 
   const current = async (): Promise<ReturnType<typeof createLocalJWKSet>> => {
-    if (!keys) await fetchKeys();
-    else if (options.now() - keys.at >= options.maxAgeMs && options.now() - lastFetch >= options.refetchMs) {
+    if (!keys) {
+      // Never fetched, or the issuer was down: asked again at most once per refetch interval, so a
+      // flood of tokens naming this issuer cannot become a flood of requests to it.
+      if (fetching === undefined && options.now() - lastFetch < options.refetchMs) {
+        throw new IssuerUnavailable(`${settings.issuer}: its keys could not be fetched; asking again shortly`);
+      }
+      await (fetching ?? fetchKeys());
+    } else if (options.now() - keys.at >= options.maxAgeMs && options.now() - lastFetch >= options.refetchMs) {
       // Stale keys are refreshed; if the issuer is down meanwhile, the ones held keep working.
       await fetchKeys().catch((err: unknown) =>
         options.logger.warn('could not refresh signing keys; keeping those held', {

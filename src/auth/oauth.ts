@@ -12,7 +12,7 @@ import { ConfigError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { claimValues, failure, type AuthResult } from './authenticator.js';
 import { callerWithScopes, grantsAnything, type Grants } from './grants.js';
-import { createIssuer, IssuerUnavailable, type Issuer } from './issuers.js';
+import { createIssuer, IssuerUnavailable, readJson, type Issuer } from './issuers.js';
 
 export interface OAuthDeps {
   readonly grants: Grants;
@@ -123,7 +123,7 @@ export function createOAuthResourceServer(settings: OAuthSettings, deps: OAuthDe
     const clientId = [payload.client_id, payload.azp, payload.appid].find((v): v is string => typeof v === 'string');
     const subject = typeof payload.sub === 'string' ? payload.sub : clientId;
     if (subject === undefined) return failure('missing_claim', 'the token names neither a subject nor a client');
-    const id = settings.hashSubjects
+    const shown = settings.hashSubjects
       ? subjectHash(as.issuer, subject)
       : issuers.length > 1
         ? `${as.issuer}#${subject}`
@@ -131,10 +131,13 @@ export function createOAuthResourceServer(settings: OAuthSettings, deps: OAuthDe
     return {
       ok: true,
       scopes,
+      ...(typeof payload.exp === 'number' ? { expiresAt: payload.exp * 1000 } : {}),
       caller: callerWithScopes(
         {
-          id,
-          subject: id,
+          // "oauth:" keeps subjects apart from static token names (which cannot hold ":"): an IdP
+          // subject named like a token must not share its jobs, its rate or its audit lines.
+          id: `oauth:${shown}`,
+          subject: shown,
           ...(clientId === undefined ? {} : { clientId }),
           ...(Object.keys(dataScope).length > 0 ? { dataScope } : {}),
         },
@@ -170,6 +173,7 @@ export function createOAuthResourceServer(settings: OAuthSettings, deps: OAuthDe
         algorithms: [...algorithms],
         clockTolerance: settings.clockSkewSeconds,
         requiredClaims: ['exp'],
+        ...(issuer.settings.tokenType === undefined ? {} : { typ: issuer.settings.tokenType }),
         currentDate: new Date(now()),
       });
       return callerFrom(payload, issuer.settings);
@@ -263,7 +267,7 @@ async function introspectAt(
     signal: AbortSignal.timeout(5000),
   });
   if (!response.ok) throw new IssuerUnavailable(`introspection answered HTTP ${response.status}`);
-  const answer = (await response.json()) as unknown;
+  const answer = await readJson(response, endpoint);
   if (typeof answer !== 'object' || answer === null) throw new IssuerUnavailable('introspection answered no object');
   return answer as Record<string, unknown>;
 }
@@ -279,6 +283,7 @@ function verificationFailure(err: unknown, logger: Logger, issuer: string): Auth
     if (err.claim === 'iss')
       return failure('wrong_issuer', 'the token was not issued by an authorization server this server trusts');
     if (err.claim === 'nbf' || err.claim === 'iat') return failure('not_yet_valid', 'the token is not valid yet');
+    if (err.claim === 'typ') return failure('malformed_token', 'the token is not an access token (its typ header)');
     return failure('malformed_token', `the token's "${err.claim}" claim is missing or invalid`);
   }
   if (err instanceof errors.JWSSignatureVerificationFailed)

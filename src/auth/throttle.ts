@@ -9,8 +9,15 @@ import { isIPv6 } from 'node:net';
 export interface FailureThrottle {
   /** 0 when the address may try, or the seconds until it may. */
   wait(address: string): number;
-  /** Records a failed attempt from the address. */
+  /** Records a failed attempt from the address (or charges one before it is known to be good). */
   failed(address: string): void;
+  /** Gives back an attempt charged before it proved good. */
+  refund(address: string): void;
+  /**
+   * Whether this is the first refusal of the address since it was last let through: the audit log
+   * gets one line per episode, not one per refused request.
+   */
+  firstRefusal(address: string): boolean;
   /** Addresses tracked now, for tests and metrics. */
   readonly size: number;
 }
@@ -47,8 +54,8 @@ export function createFailureThrottle(options: ThrottleOptions): FailureThrottle
   const now = options.now ?? Date.now;
   const perMs = options.failuresPerMinute / 60_000;
   /** In order of last use: the first is the one forgotten when the table is full. */
-  const buckets = new Map<string, { tokens: number; at: number }>();
-  const refill = (key: string): { tokens: number; at: number } | undefined => {
+  const buckets = new Map<string, { tokens: number; at: number; announced?: boolean }>();
+  const refill = (key: string): { tokens: number; at: number; announced?: boolean } | undefined => {
     const bucket = buckets.get(key);
     if (!bucket) return undefined;
     const t = now();
@@ -62,8 +69,21 @@ export function createFailureThrottle(options: ThrottleOptions): FailureThrottle
     },
     wait: (address) => {
       const bucket = refill(throttleKey(address));
-      if (!bucket || bucket.tokens >= 1) return 0;
+      if (!bucket || bucket.tokens >= 1) {
+        if (bucket) bucket.announced = false;
+        return 0;
+      }
       return Math.max(1, Math.ceil((1 - bucket.tokens) / perMs / 1000));
+    },
+    refund: (address) => {
+      const bucket = refill(throttleKey(address));
+      if (bucket) bucket.tokens = Math.min(options.failuresPerMinute, bucket.tokens + 1);
+    },
+    firstRefusal: (address) => {
+      const bucket = buckets.get(throttleKey(address));
+      if (!bucket || bucket.announced) return false;
+      bucket.announced = true;
+      return true;
     },
     failed: (address) => {
       const key = throttleKey(address);

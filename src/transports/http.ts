@@ -77,6 +77,8 @@ export interface AuthFailureEvent {
   readonly status: number;
   /** The source address, as throttled. */
   readonly source: string;
+  /** A refusal of an address already told it is throttled: counted, but not worth another audit line. */
+  readonly repeated?: boolean;
 }
 
 export interface RunningHttp {
@@ -170,7 +172,12 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
       const source = sourceAddress(req, options.trustProxyHops ?? 0);
       const throttled = failedAuth.wait(source);
       if (throttled > 0) {
-        options.onAuthFailure?.({ reason: 'throttled', status: 429, source });
+        options.onAuthFailure?.({
+          reason: 'throttled',
+          status: 429,
+          source,
+          repeated: !failedAuth.firstRefusal(source),
+        });
         res.setHeader('retry-after', String(throttled));
         return sendError(
           res,
@@ -179,11 +186,19 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
           `Too many failed authentications from your address: retry in ${throttled} seconds`,
         );
       }
-      const result = await options.auth.authenticate(req.headers.authorization);
+      let result = options.auth.known(req.headers.authorization);
+      if (result === undefined) {
+        // A token that must be verified costs a signature check, perhaps a request to the issuer: it
+        // is charged to its address before, and the charge given back if it proves good, so that
+        // attempts made in parallel meet the throttle as well as attempts made one after another.
+        failedAuth.failed(source);
+        result = await options.auth.authenticate(req.headers.authorization);
+        if (result.ok || result.status !== 401) failedAuth.refund(source);
+      } else if (!result.ok && result.status === 401 && result.reason !== 'missing_token') {
+        // A missing token is how every client starts (it learns where to authenticate from the 401).
+        failedAuth.failed(source);
+      }
       if (!result.ok) {
-        // A missing token is how every client starts (it learns where to authenticate from the 401);
-        // a wrong one counts against its address. An unreachable issuer is no fault of the client's.
-        if (result.reason !== 'missing_token' && result.status !== 503) failedAuth.failed(source);
         options.onAuthFailure?.({ reason: result.reason, status: result.status, source });
         if (result.status === 503) res.setHeader('retry-after', '5');
         else res.setHeader('www-authenticate', options.auth.challenge(result));
@@ -231,8 +246,10 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
         ? parsed.params.name
         : undefined;
     if (typeof wanted === 'string' && caller.tools && !caller.tools.has(wanted)) {
+      // Only a served tool: a name the server does not know stays an unknown tool, and is never echoed.
+      const served = deps.registry.tools.some((tool) => tool.name === wanted);
       const visible = deps.registry.toolsFor(caller).some((tool) => tool.name === wanted);
-      const scopes = visible ? [] : options.auth!.scopesGranting(wanted);
+      const scopes = served && !visible ? options.auth!.scopesGranting(wanted) : [];
       if (scopes.length > 0) {
         const refusal = {
           ok: false,

@@ -132,6 +132,8 @@ export interface TestIssuer {
   readonly fetches: number;
   /** The key it signs with now, as a public JWK. */
   publicJwk(): JWK;
+  /** The private key it signs with now, for a test that makes its own header. */
+  privateKey(): CryptoKey;
   sign(claims: JWTPayload, options?: { kid?: string; key?: CryptoKey }): Promise<string>;
   /** Makes a new key, publishes it instead of the old one and signs with it from now on. */
   rotate(): Promise<void>;
@@ -166,6 +168,7 @@ export async function startTestIssuer(): Promise<TestIssuer> {
       return fetches;
     },
     publicJwk: () => published[0]!,
+    privateKey: () => current.privateKey,
     sign: (claims, options = {}) =>
       new SignJWT(claims)
         .setProtectedHeader({ alg: 'ES256', kid: options.kid ?? `test-key-${generation}`, typ: 'at+jwt' })
