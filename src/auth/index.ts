@@ -2,11 +2,11 @@
  * Who is calling over HTTP: static tokens, OAuth access tokens, or both; and what the server says to
  * a client that must authenticate (RFC 6750's challenge, RFC 9728's Protected Resource Metadata).
  */
-import { createHash } from 'node:crypto';
 import type { OAuthSettings } from '../config-file.js';
 import { bearerToken, failure, type AuthFailure, type AuthResult } from './authenticator.js';
 import { scopesGranting, type Grants } from './grants.js';
 import type { OAuthResourceServer } from './oauth.js';
+import { createTokenCache } from './token-cache.js';
 import type { StaticTokens } from './static-tokens.js';
 
 export type { AuthFailure, AuthFailureReason, AuthResult } from './authenticator.js';
@@ -63,9 +63,8 @@ export function createAuthenticator(options: {
   const { staticTokens, oauth, grants } = options;
   if (!staticTokens && !oauth) return undefined;
   const protectedResource = oauth && protectedResourceOf(oauth.settings, grants);
-  const verified = new Map<string, { readonly result: AuthResult; readonly until: number }>();
   const now = options.now ?? Date.now;
-  const hashOf = (token: string): string => createHash('sha256').update(token).digest('base64url');
+  const verified = createTokenCache(VERIFIED_CACHE_SIZE, now);
   const known = (authorization: string | undefined): AuthResult | undefined => {
     const token = bearerToken(authorization);
     if (token === undefined) return failure('missing_token', 'a bearer token is required');
@@ -76,8 +75,7 @@ export function createAuthenticator(options: {
     const found = staticTokens?.check(token);
     if (found) return found;
     if (!oauth) return failure('unknown_token', 'the token is not one this server knows');
-    const cached = verified.get(hashOf(token));
-    return cached && cached.until > now() ? cached.result : undefined;
+    return verified.get(token);
   };
   return {
     staticTokens: staticTokens?.count ?? 0,
@@ -89,12 +87,7 @@ export function createAuthenticator(options: {
       if (answer) return answer;
       const token = bearerToken(authorization)!;
       const result = await oauth!.server.check(token);
-      if (result.ok) {
-        const key = hashOf(token);
-        verified.delete(key);
-        verified.set(key, { result, until: Math.min(now() + VERIFIED_CACHE_MS, result.expiresAt ?? Infinity) });
-        if (verified.size > VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value!);
-      }
+      if (result.ok) verified.set(token, result, Math.min(now() + VERIFIED_CACHE_MS, result.expiresAt ?? Infinity));
       return result;
     },
     challenge: (refusal) => {

@@ -5,7 +5,7 @@
  * (RFC 7662) when an authorization server is configured for it. The token's scopes give its tools,
  * its claims its data scope. Tokens are never passed on, and never logged.
  */
-import { createHash, createHmac } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import { decodeJwt, decodeProtectedHeader, errors, type JWTPayload } from 'jose';
 import type { AuthorizationServerSettings, OAuthSettings } from '../config-file.js';
 import { ConfigError } from '../errors.js';
@@ -13,6 +13,7 @@ import type { Logger } from '../logger.js';
 import { claimValues, failure, type AuthResult } from './authenticator.js';
 import { callerWithScopes, grantsAnything, type Grants } from './grants.js';
 import { createIssuer, IssuerUnavailable, readJson, type Issuer } from './issuers.js';
+import { createTokenCache } from './token-cache.js';
 
 export interface OAuthDeps {
   readonly grants: Grants;
@@ -182,35 +183,31 @@ export function createOAuthResourceServer(settings: OAuthSettings, deps: OAuthDe
     }
   };
 
-  const cache = new Map<string, { readonly result: AuthResult; readonly until: number }>();
+  const introspected = createTokenCache(INTROSPECTION_CACHE_SIZE, now);
+  // At most one authorization server introspects (the configuration's rule): an opaque token is its.
+  const introspector = issuers.find((i) => secrets.has(i.settings));
   const introspect = async (token: string): Promise<AuthResult> => {
-    const servers = issuers.filter((i) => secrets.has(i.settings));
-    if (servers.length === 0) {
+    if (!introspector) {
       return failure('malformed_token', 'the access token is not a JWT, and opaque tokens are not accepted here');
     }
-    const key = createHash('sha256').update(token).digest('base64url');
-    const cached = cache.get(key);
-    if (cached && cached.until > now()) return cached.result;
-    cache.delete(key);
+    const cached = introspected.get(token);
+    if (cached) return cached;
+    const as = introspector.settings;
+    let answer: Record<string, unknown>;
+    try {
+      answer = await introspectAt(introspector, token, as.introspection!.clientId, secrets.get(as)!);
+    } catch (err) {
+      deps.logger.warn('token introspection failed', { issuer: as.issuer, message: (err as Error).message });
+      return failure('issuer_unavailable', 'the authorization server could not be asked about the token', 503);
+    }
     let result: AuthResult = failure('inactive_token', 'the authorization server says the token is not active');
     let until = now() + INTROSPECTION_CACHE_MS;
-    for (const issuer of servers) {
-      const as = issuer.settings;
-      let answer: Record<string, unknown>;
-      try {
-        answer = await introspectAt(issuer, token, as.introspection!.clientId, secrets.get(as)!);
-      } catch (err) {
-        deps.logger.warn('token introspection failed', { issuer: as.issuer, message: (err as Error).message });
-        return failure('issuer_unavailable', 'the authorization server could not be asked about the token', 503);
-      }
-      if (answer.active !== true) continue;
+    if (answer.active === true) {
       result = checkIntrospected(answer, as);
       if (result.ok) result = callerFrom(answer, as);
       if (typeof answer.exp === 'number') until = Math.min(until, answer.exp * 1000);
-      break;
     }
-    cache.set(key, { result, until });
-    if (cache.size > INTROSPECTION_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+    introspected.set(token, result, until);
     return result;
   };
 

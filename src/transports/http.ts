@@ -168,8 +168,8 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
 
     let caller = ANONYMOUS;
     let scoped = false;
+    const source = sourceAddress(req, options.trustProxyHops ?? 0);
     if (options.auth) {
-      const source = sourceAddress(req, options.trustProxyHops ?? 0);
       const throttled = failedAuth.wait(source);
       if (throttled > 0) {
         options.onAuthFailure?.({
@@ -261,7 +261,7 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
         options.onAuthFailure?.({
           reason: 'insufficient_scope',
           status: 403,
-          source: sourceAddress(req, options.trustProxyHops ?? 0),
+          source,
         });
         res.setHeader('www-authenticate', options.auth!.challenge(refusal));
         return sendError(res, 403, -32001, `Forbidden: ${refusal.description}`, requestIdOf(parsed));
