@@ -33,6 +33,8 @@ export interface Metrics {
   authFailure(reason: string): void;
   /** Whether a scrape's Authorization header carries the metrics token; any does when none is set. */
   authorizes(authorization: string | undefined): boolean;
+  /** Whether a metrics token is set: a scrape is then an authentication, throttled and audited as one. */
+  readonly tokenRequired: boolean;
   /** Every series, with the pool and the job store read now. */
   scrape(): Promise<{ readonly contentType: string; readonly text: string }>;
 }
@@ -149,6 +151,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
     },
     refusal: (reason) => refusals.inc({ reason }),
     authFailure: (reason) => authFailures.inc({ reason }),
+    tokenRequired: token !== undefined,
     authorizes: (authorization) => {
       if (token === undefined) return true;
       const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');

@@ -31,6 +31,8 @@ export interface AuthFailure {
   readonly description: string;
   /** For 403 insufficient_scope: the scopes that would do. */
   readonly scope?: readonly string[];
+  /** For 503: the seconds after which the authorization server will be asked again. */
+  readonly retryAfterSeconds?: number;
 }
 
 export interface AuthSuccess {

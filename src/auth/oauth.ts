@@ -35,6 +35,12 @@ export interface OAuthResourceServer {
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 const INTROSPECTION_CACHE_SIZE = 10_000;
 const INTROSPECTION_CACHE_MS = 60_000;
+/**
+ * After an introspection request fails, none is made for this long, doubled at each failure in a row
+ * up to the maximum: an authorization server in trouble is not asked once per bad token.
+ */
+const INTROSPECTION_BACKOFF_MS = 1000;
+const INTROSPECTION_MAX_BACKOFF_MS = 30_000;
 
 /**
  * The claim of that name ("region", or Entra ID's flat "extn.region"), or else at that dotted path
@@ -186,19 +192,42 @@ export function createOAuthResourceServer(settings: OAuthSettings, deps: OAuthDe
   const introspected = createTokenCache(INTROSPECTION_CACHE_SIZE, now);
   // At most one authorization server introspects (the configuration's rule): an opaque token is its.
   const introspector = issuers.find((i) => secrets.has(i.settings));
+  /**
+   * A circuit breaker in front of the introspection endpoint: after a failure, no request until
+   * `closedUntil`, then a single one (a probe) while the others wait outside with 503 and Retry-After.
+   */
+  let backoffMs = 0;
+  let closedUntil = 0;
+  let probing = false;
+  const unavailable = (): AuthResult => ({
+    ...failure('issuer_unavailable', 'the authorization server could not be asked about the token', 503),
+    retryAfterSeconds: Math.max(1, Math.ceil((closedUntil - now()) / 1000)),
+  });
   const introspect = async (token: string): Promise<AuthResult> => {
     if (!introspector) {
       return failure('malformed_token', 'the access token is not a JWT, and opaque tokens are not accepted here');
     }
     const cached = introspected.get(token);
     if (cached) return cached;
+    if (backoffMs > 0 && (now() < closedUntil || probing)) return unavailable();
     const as = introspector.settings;
     let answer: Record<string, unknown>;
+    const probe = backoffMs > 0;
+    if (probe) probing = true;
     try {
       answer = await introspectAt(introspector, token, as.introspection!.clientId, secrets.get(as)!);
+      backoffMs = 0;
     } catch (err) {
-      deps.logger.warn('token introspection failed', { issuer: as.issuer, message: (err as Error).message });
-      return failure('issuer_unavailable', 'the authorization server could not be asked about the token', 503);
+      backoffMs = Math.min(INTROSPECTION_MAX_BACKOFF_MS, Math.max(INTROSPECTION_BACKOFF_MS, backoffMs * 2));
+      closedUntil = now() + backoffMs;
+      deps.logger.warn('token introspection failed; not asking again for a while', {
+        issuer: as.issuer,
+        message: (err as Error).message,
+        retry_in_ms: backoffMs,
+      });
+      return unavailable();
+    } finally {
+      if (probe) probing = false;
     }
     let result: AuthResult = failure('inactive_token', 'the authorization server says the token is not active');
     let until = now() + INTROSPECTION_CACHE_MS;

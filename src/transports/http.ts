@@ -73,7 +73,7 @@ export interface HttpOptions {
 }
 
 export interface AuthFailureEvent {
-  readonly reason: AuthFailureReason | 'throttled';
+  readonly reason: AuthFailureReason | 'throttled' | 'missing_or_invalid_metrics_token';
   readonly status: number;
   /** The source address, as throttled. */
   readonly source: string;
@@ -108,6 +108,16 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
   let allowedHosts = new Set<string>();
   let allowedOrigins = new Set<string>();
 
+  /** Refuses with 429 an address past its failed authentications; true when it did. */
+  function throttledAuth(res: ServerResponse, source: string): boolean {
+    const throttled = failedAuth.wait(source);
+    if (throttled === 0) return false;
+    options.onAuthFailure?.({ reason: 'throttled', status: 429, source, repeated: !failedAuth.firstRefusal(source) });
+    res.setHeader('retry-after', String(throttled));
+    sendError(res, 429, -32000, `Too many failed authentications from your address: retry in ${throttled} seconds`);
+    return true;
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0];
     // Probes come before the Host and Origin checks: a kubelet or load balancer sends the pod's
@@ -130,8 +140,13 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
         res.setHeader('allow', 'GET');
         return sendError(res, 405, -32000, 'Method not allowed: /metrics takes GET only');
       }
+      // A guess at the metrics token meets the failed-login throttle and the audit, as one at /mcp's does;
+      // a throttled address is refused before its token is compared, so that a right guess tells nothing.
+      const source = options.metrics.tokenRequired ? sourceAddress(req, options.trustProxyHops ?? 0) : '';
+      if (options.metrics.tokenRequired && throttledAuth(res, source)) return;
       if (!options.metrics.authorizes(req.headers.authorization)) {
-        options.metrics.authFailure('missing_or_invalid_metrics_token');
+        failedAuth.failed(source);
+        options.onAuthFailure?.({ reason: 'missing_or_invalid_metrics_token', status: 401, source });
         res.setHeader('www-authenticate', 'Bearer realm="querygate metrics"');
         return sendError(res, 401, -32001, 'Unauthorized: /metrics needs the metrics token');
       }
@@ -170,37 +185,23 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
     let scoped = false;
     const source = sourceAddress(req, options.trustProxyHops ?? 0);
     if (options.auth) {
-      const throttled = failedAuth.wait(source);
-      if (throttled > 0) {
-        options.onAuthFailure?.({
-          reason: 'throttled',
-          status: 429,
-          source,
-          repeated: !failedAuth.firstRefusal(source),
-        });
-        res.setHeader('retry-after', String(throttled));
-        return sendError(
-          res,
-          429,
-          -32000,
-          `Too many failed authentications from your address: retry in ${throttled} seconds`,
-        );
-      }
+      if (throttledAuth(res, source)) return;
       let result = options.auth.known(req.headers.authorization);
       if (result === undefined) {
         // A token that must be verified costs a signature check, perhaps a request to the issuer: it
         // is charged to its address before, and the charge given back if it proves good, so that
         // attempts made in parallel meet the throttle as well as attempts made one after another.
+        // A 503 is not given back: an authorization server that cannot answer must not make guessing free.
         failedAuth.failed(source);
         result = await options.auth.authenticate(req.headers.authorization);
-        if (result.ok || result.status !== 401) failedAuth.refund(source);
+        if (result.ok || result.status === 403) failedAuth.refund(source);
       } else if (!result.ok && result.status === 401 && result.reason !== 'missing_token') {
         // A missing token is how every client starts (it learns where to authenticate from the 401).
         failedAuth.failed(source);
       }
       if (!result.ok) {
         options.onAuthFailure?.({ reason: result.reason, status: result.status, source });
-        if (result.status === 503) res.setHeader('retry-after', '5');
+        if (result.status === 503) res.setHeader('retry-after', String(result.retryAfterSeconds ?? 5));
         else res.setHeader('www-authenticate', options.auth.challenge(result));
         const title = { 401: 'Unauthorized', 403: 'Forbidden', 503: 'Service Unavailable' }[result.status];
         return sendError(res, result.status, -32001, `${title}: ${result.description}`);
