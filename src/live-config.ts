@@ -4,7 +4,7 @@
  * that does not exist) is refused with the reason in the log, and the configuration in force stays;
  * one that passes is in force for the next request.
  */
-import { watch, type FSWatcher } from 'node:fs';
+import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import type { ScopeGrants, Toolsets } from './auth/index.js';
 import type { Config } from './config.js';
@@ -25,6 +25,11 @@ import type { AnyReport } from './reports.js';
 
 /** Editors save by writing a new file and renaming it over the old one: several events, one reload. */
 const DEBOUNCE_MS = 200;
+/**
+ * A file is applied only when it reads the same twice this far apart: a tool that writes it in two
+ * steps must not have its first half (where a key left out means every tool) served in between.
+ */
+const SETTLE_MS = 500;
 
 export interface ConfigWatcher {
   close(): void;
@@ -39,7 +44,7 @@ export function watchConfig(
   path: string,
   target: { apply(config: ConfigFile): void | Promise<void> },
   logger: Logger,
-  options: ConfigFileOptions & { readonly debounceMs?: number },
+  options: ConfigFileOptions & { readonly debounceMs?: number; readonly settleMs?: number },
 ): ConfigWatcher {
   const name = basename(path);
   let timer: NodeJS.Timeout | undefined;
@@ -57,6 +62,14 @@ export function watchConfig(
       do {
         again = false;
         try {
+          const first = readText(path);
+          await new Promise((settled) => setTimeout(settled, options.settleMs ?? SETTLE_MS).unref());
+          if (closed) return;
+          if (readText(path) !== first) {
+            logger.info('configuration file still changing; reloading once it settles', { file: path });
+            schedule(options.debounceMs ?? DEBOUNCE_MS);
+            continue;
+          }
           const config = readConfigFile(path, options);
           if (closed) return;
           await target.apply(config);
@@ -106,6 +119,15 @@ export function watchConfig(
   };
 }
 
+/** The file's text, or undefined when it cannot be read (the reload then reports why). */
+function readText(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
 /** A pack's templates as the server can serve them. */
 export interface ServablePack extends AvailablePack {
   readonly templates: readonly AnyTemplate[];
@@ -150,20 +172,22 @@ export function openLiveConfig(
       all.filter((t) => (resolved.selection.get(pack.pack) ?? []).includes(t.name));
     const templates = available.flatMap((pack) => chosen(pack, pack.templates));
     const reports = available.flatMap((pack) => chosen(pack, pack.reports ?? []));
+    const smallGroupThresholds: Record<string, number> = Object.fromEntries(
+      available.flatMap((pack) =>
+        pack.templates.map((t) => [
+          t.name,
+          resolved.smallGroupThreshold ?? pack.smallGroupThreshold ?? DEFAULT_SMALL_GROUP_THRESHOLD,
+        ]),
+      ),
+    );
     return {
       resolved,
+      smallGroupThresholds,
       registry: createRegistry(templates, {
         reports,
         jobs: served.jobs ?? false,
         limits: resolved.limits,
-        smallGroupThresholds: Object.fromEntries(
-          available.flatMap((pack) =>
-            pack.templates.map((t) => [
-              t.name,
-              resolved.smallGroupThreshold ?? pack.smallGroupThreshold ?? DEFAULT_SMALL_GROUP_THRESHOLD,
-            ]),
-          ),
-        ),
+        smallGroupThresholds,
       }),
       toolsets: new Map(Object.entries(resolved.toolsets).map(([name, tools]) => [name, new Set(tools)])),
       scopes: new Map(Object.entries(resolved.scopes)),
@@ -182,8 +206,11 @@ export function openLiveConfig(
     if (JSON.stringify(file.oauth) !== JSON.stringify(state.resolved.oauth)) {
       throw new ConfigError('QUERYGATE_CONFIG oauth: changes only with a restart');
     }
+    const before = state;
     state = build(file);
     registry.replace(state.registry);
+    const widened = widenings(before, state);
+    if (widened.length > 0) logger.warn('configuration reload widens access', { file: path, widened });
   };
   return {
     registry,
@@ -201,4 +228,36 @@ export function openLiveConfig(
     },
     close: () => watcher?.close(),
   };
+}
+
+interface AccessState {
+  readonly resolved: ResolvedConfig;
+  readonly smallGroupThresholds: Readonly<Record<string, number>>;
+}
+
+/**
+ * What a reload opens that was closed before, one phrase each: tools served, tools a toolset gains,
+ * toolsets a scope gains, small groups shown that were left out. Narrowing is not news worth a warning.
+ */
+function widenings(before: AccessState, after: AccessState): string[] {
+  const added = (was: readonly string[] | undefined, now: readonly string[]): string[] =>
+    now.filter((item) => !(was ?? []).includes(item));
+  const found: string[] = [];
+  const tools = added(before.resolved.tools, after.resolved.tools);
+  if (tools.length > 0) found.push(`tools served: ${tools.join(', ')}`);
+  for (const [name, list] of Object.entries(after.resolved.toolsets)) {
+    const more = added(before.resolved.toolsets[name], list);
+    if (more.length > 0) found.push(`toolset ${name}: ${more.join(', ')}`);
+  }
+  for (const [name, list] of Object.entries(after.resolved.scopes)) {
+    const more = added(before.resolved.scopes[name], list);
+    if (more.length > 0) found.push(`scope ${name}: ${more.join(', ')}`);
+  }
+  for (const [tool, threshold] of Object.entries(after.smallGroupThresholds)) {
+    const was = before.smallGroupThresholds[tool];
+    if (was !== undefined && threshold < was && after.resolved.tools.includes(tool)) {
+      found.push(`small_group_threshold of ${tool}: ${was} to ${threshold}`);
+    }
+  }
+  return found;
 }

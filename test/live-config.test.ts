@@ -108,6 +108,60 @@ describe('over stdio, a 2025-11-25 client', () => {
   });
 });
 
+describe('19.5.7 a file written in two steps', () => {
+  it('19.5.7 applies only the file that reads the same twice, never the wider first half, and warns when a reload widens access', async () => {
+    const path = join(folder, 'two-steps.yaml');
+    const only = ['query_order_count', 'query_sales'];
+    replaceFile(path, serving(only));
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [CLI, 'serve'],
+      env: {
+        PATH: process.env.PATH ?? '',
+        DATABASE_URL: inject('readerUrl'),
+        QUERYGATE_TOKEN_KEY: 'live-test-key',
+        QUERYGATE_CONFIG: path,
+      },
+      stderr: 'pipe',
+    });
+    let stderr = '';
+    (transport.stderr as Readable).on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const client = new Client({ name: 'live-test', version: '1.0.0' });
+    let changes = 0;
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changes++);
+    await client.connect(transport);
+    try {
+      expect(names(await client.listTools())).toEqual(only);
+      // A tool that writes the packs first and their templates a moment later (past the 200 ms
+      // debounce, within the settling interval): in between, templates left out mean every one.
+      writeFileSync(path, 'packs:\n  - name: sales\n', { mode: 0o600 });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      writeFileSync(path, serving(['query_order_count']), { mode: 0o600 });
+      await eventually('the second half in force', async () => changes === 1, 10_000);
+      expect(names(await client.listTools())).toEqual(['query_order_count']);
+      expect(count(stderr, /configuration file reloaded/)).toBe(1);
+      expect(stderr).toContain('configuration file still changing');
+      expect(stderr).not.toContain('widens access');
+
+      // A reload that does widen access applies, with a warning naming what it opened.
+      replaceFile(path, serving(WITHOUT_TOP, 'analysts: [query_order_count, query_sales]'));
+      await eventually('the wider file in force', async () => changes === 2, 10_000);
+      const warning = stderr
+        .split('\n')
+        .filter((line) => line.includes('widens access'))
+        .map((line) => JSON.parse(line) as { level: string; widened: string[] });
+      expect(warning).toEqual([
+        expect.objectContaining({
+          level: 'warn',
+          widened: ['tools served: query_sales, query_recent_orders', 'toolset analysts: query_sales'],
+        }),
+      ]);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
 describe('over stdio, a 2026-07-28 client', () => {
   it('is told on its subscriptions/listen stream, which ends when it cancels or the server stops', async () => {
     const path = join(folder, 'stdio-modern.yaml');
