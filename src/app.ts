@@ -20,7 +20,7 @@ import {
 import { createReadinessProbe } from './db/readiness.js';
 import { zoneRulesAgreement, type ZoneRulesAgreement } from './db/zone-rules.js';
 import { ConfigError, classifyDatabaseError } from './errors.js';
-import { createCallLimits, createTokenBuckets } from './limits.js';
+import { createCallLimits, createSubscriptionLimits, createTokenBuckets } from './limits.js';
 import { yesterdayUtc } from './lib/date-range.js';
 import { createTokenizer } from './lib/masking.js';
 import { openLiveConfig } from './live-config.js';
@@ -330,6 +330,11 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
     logger,
     audit: countedAudit(audit, metrics),
     limits,
+    subscriptions: createSubscriptionLimits({
+      perCaller: config.maxSubscriptionsPerCaller,
+      total: config.maxSubscriptions,
+      maxLifetimeMs: config.subscriptionLifetimeSeconds * 1000,
+    }),
     ctx: live.ctx,
     isReady: () => ready,
     shutdown: stopping.signal,

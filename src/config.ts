@@ -45,6 +45,12 @@ export interface Config {
   readonly maxQueued: number;
   /** Longest wait for a database connection before a call is refused as busy, in milliseconds. */
   readonly queueTimeoutMs: number;
+  /** subscriptions/listen streams one caller may hold open at once. */
+  readonly maxSubscriptionsPerCaller: number;
+  /** subscriptions/listen streams open at once over all callers. */
+  readonly maxSubscriptions: number;
+  /** Longest a subscriptions/listen stream stays open before it ends and the client listens again, in seconds. */
+  readonly subscriptionLifetimeSeconds: number;
   /** Audit log file (appended, mode 0600); undefined writes audit lines to stderr. */
   readonly auditLog: string | undefined;
   /** One bearer token for every tool. */
@@ -119,6 +125,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxConcurrentPerCaller: positiveInt(env, 'QUERYGATE_MAX_CONCURRENT', 4),
     maxQueued: positiveInt(env, 'QUERYGATE_MAX_QUEUE', 32),
     queueTimeoutMs: positiveInt(env, 'QUERYGATE_QUEUE_TIMEOUT_MS', 2000),
+    maxSubscriptionsPerCaller: positiveInt(env, 'QUERYGATE_MAX_STREAMS_PER_CALLER', 8),
+    maxSubscriptions: positiveInt(env, 'QUERYGATE_MAX_STREAMS', 200),
+    subscriptionLifetimeSeconds: positiveInt(env, 'QUERYGATE_STREAM_LIFETIME_SECONDS', 3600),
     auditLog: nonEmpty(env.QUERYGATE_AUDIT_LOG),
     httpToken: present(env, 'QUERYGATE_HTTP_TOKEN'),
     httpTokensFile: nonEmpty(env.QUERYGATE_HTTP_TOKENS_FILE),

@@ -262,3 +262,48 @@ export function createCallLimits(options: LimitsOptions): CallLimits {
           }),
   };
 }
+
+export interface SubscriptionLimitsOptions {
+  /** Streams (subscriptions/listen) one caller may hold open at once. */
+  readonly perCaller: number;
+  /** Streams open at once over all callers. */
+  readonly total: number;
+  /** Longest a stream stays open: then it ends with its answer, and the client listens again. */
+  readonly maxLifetimeMs: number;
+}
+
+export interface SubscriptionLimits {
+  /** Takes a place for one stream, to be released when it ends; or says which cap refused it. */
+  open(callerId: string): { readonly ok: true; release(): void } | { readonly ok: false; readonly reason: string };
+  readonly maxLifetimeMs: number;
+}
+
+/** Caps on subscription streams: each holds a connection, a timer and a listener for as long as it lasts. */
+export function createSubscriptionLimits(options: SubscriptionLimitsOptions): SubscriptionLimits {
+  const byCaller = new Map<string, number>();
+  let total = 0;
+  return {
+    maxLifetimeMs: options.maxLifetimeMs,
+    open: (callerId) => {
+      const mine = byCaller.get(callerId) ?? 0;
+      if (mine >= options.perCaller) {
+        return { ok: false, reason: `this caller already holds ${options.perCaller} open streams` };
+      }
+      if (total >= options.total) return { ok: false, reason: `the server holds ${options.total} open streams` };
+      byCaller.set(callerId, mine + 1);
+      total++;
+      let released = false;
+      return {
+        ok: true,
+        release: () => {
+          if (released) return;
+          released = true;
+          total--;
+          const left = (byCaller.get(callerId) ?? 1) - 1;
+          if (left === 0) byCaller.delete(callerId);
+          else byCaller.set(callerId, left);
+        },
+      };
+    },
+  };
+}

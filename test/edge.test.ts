@@ -7,7 +7,9 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernHttp } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createSubscriptionLimits } from '../src/limits.js';
 import { freePort } from './support/authorization-server.js';
 import { startCli, type RunningCli } from './support/cli.js';
 import { post, type Answer } from './support/raw-http.js';
@@ -143,5 +145,76 @@ describe('19.5.5 the metrics token', () => {
       ['throttled', 429],
     ]);
     expect(readFileSync(auditPath, 'utf8')).not.toContain('guess-');
+  });
+});
+
+describe('19.5.4 subscriptions/listen streams', () => {
+  it('19.5.4 caps the streams of one caller and of the server, and ends each at its lifetime so the client listens again', async () => {
+    const tokens = join(folder, 'tokens.json');
+    writeFileSync(
+      tokens,
+      JSON.stringify({
+        tokens: [
+          { name: 'alice', token: 'alice-token-0123456789' },
+          { name: 'bob', token: 'bob-token-0123456789ab' },
+        ],
+      }),
+      { mode: 0o600 },
+    );
+    const cli = startCli(['serve', '--http', '--port', '0'], {
+      DATABASE_URL: inject('readerUrl'),
+      QUERYGATE_TOKEN_KEY: 'edge-test-token-key',
+      QUERYGATE_HTTP_TOKENS_FILE: tokens,
+      QUERYGATE_MAX_STREAMS_PER_CALLER: '2',
+      QUERYGATE_MAX_STREAMS: '3',
+      QUERYGATE_STREAM_LIFETIME_SECONDS: '5',
+    });
+    const url = new URL((await cli.waitForLog(/listening on (http:\/\/[^"\s]+\/mcp)/))[1]!);
+    const connect = async (token: string): Promise<ModernClient> => {
+      const client = new ModernClient(
+        { name: 'edge-test', version: '1.0.0' },
+        { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+      );
+      await client.connect(new ModernHttp(url, { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+      return client;
+    };
+    const alice = await connect('alice-token-0123456789');
+    const bob = await connect('bob-token-0123456789ab');
+    try {
+      const first = await alice.listen({ toolsListChanged: true });
+      await alice.listen({ toolsListChanged: true });
+      await expect(alice.listen({ toolsListChanged: true })).rejects.toThrow(
+        /Too many subscriptions: this caller already holds 2 open streams/,
+      );
+      // Another caller has places of its own, up to the server's cap.
+      await bob.listen({ toolsListChanged: true });
+      await expect(bob.listen({ toolsListChanged: true })).rejects.toThrow(
+        /Too many subscriptions: the server holds 3 open streams/,
+      );
+      // The lifetime ends the stream with its answer while the server goes on, and gives its place back.
+      expect(await first.closed).toBe('graceful');
+      expect(cli.child.exitCode).toBeNull();
+      const again = await alice.listen({ toolsListChanged: true });
+      expect(again.honoredFilter).toEqual({ toolsListChanged: true });
+    } finally {
+      await alice.close();
+      await bob.close();
+      expect(await cli.stop()).toBe(0);
+    }
+  }, 30_000);
+
+  it('19.5.4 gives a place back once, however often its stream is released', () => {
+    const limits = createSubscriptionLimits({ perCaller: 1, total: 2, maxLifetimeMs: 1000 });
+    const a = limits.open('a');
+    expect(a.ok).toBe(true);
+    expect(limits.open('a')).toEqual({ ok: false, reason: 'this caller already holds 1 open streams' });
+    expect(limits.open('b').ok).toBe(true);
+    expect(limits.open('c')).toEqual({ ok: false, reason: 'the server holds 2 open streams' });
+    if (a.ok) {
+      a.release();
+      a.release();
+    }
+    expect(limits.open('c').ok).toBe(true);
+    expect(limits.open('d').ok).toBe(false);
   });
 });

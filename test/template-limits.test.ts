@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { templates } from '../queries/index.js';
 import { connectReader, type ReaderDatabase } from '../src/db/connect.js';
-import { createCallLimits } from '../src/limits.js';
+import { createCallLimits, createSubscriptionLimits } from '../src/limits.js';
 import { createTokenizer } from '../src/lib/masking.js';
 import { silentLogger } from '../src/logger.js';
 import { createRegistry, type AnyTemplate, type TemplateLimits } from '../src/registry.js';
@@ -74,6 +74,7 @@ async function connect(limits: Record<string, TemplateLimits>): Promise<Client> 
         maxQueued: 10,
         maxQueueWaitMs: 5000,
       }),
+      subscriptions: createSubscriptionLimits({ perCaller: 4, total: 100, maxLifetimeMs: 3_600_000 }),
       ctx: { timeZone: 'UTC' },
       isReady: () => true,
     },

@@ -6,6 +6,7 @@
  */
 import type { ServerContent } from '../content.js';
 import { ProtocolError } from '../errors.js';
+import type { SubscriptionLimits } from '../limits.js';
 import type { CallDeps, Caller, ClientLogLevel, Registry } from '../registry.js';
 import { completionsFeature } from './features/completions.js';
 import { lifecycleFeature } from './features/lifecycle.js';
@@ -48,6 +49,8 @@ export interface DispatchDeps extends CallDeps {
   readonly identity?: Identity;
   /** The resources, resource templates and prompts of the packs it serves; the engine's own when omitted. */
   readonly content?: ServerContent;
+  /** Caps on subscriptions/listen streams, per caller and overall, and their lifetime. */
+  readonly subscriptions: SubscriptionLimits;
 }
 
 /** What lasts between requests on one connection: what a legacy client set up for it. */

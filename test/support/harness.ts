@@ -10,7 +10,7 @@ import { reports } from '../../reports/index.js';
 import type { AuditEntry, AuditLog } from '../../src/audit.js';
 import type { ServerContent } from '../../src/content.js';
 import { connectReader, type ReaderDatabase } from '../../src/db/connect.js';
-import { createCallLimits, type LimitsOptions } from '../../src/limits.js';
+import { createCallLimits, createSubscriptionLimits, type LimitsOptions } from '../../src/limits.js';
 import { createTokenizer } from '../../src/lib/masking.js';
 import { createLogger, type Logger } from '../../src/logger.js';
 import { createRegistry, type AnyTemplate, type Caller, type Registry } from '../../src/registry.js';
@@ -93,6 +93,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       maxQueueWaitMs: 10_000,
       ...options.limits,
     }),
+    subscriptions: createSubscriptionLimits({ perCaller: 100, total: 1000, maxLifetimeMs: 3_600_000 }),
     ctx: { timeZone: options.timeZone ?? 'UTC' },
     isReady: options.isReady ?? (() => true),
     ...(options.now ? { now: options.now } : {}),

@@ -6,8 +6,9 @@
  * sees change, it sends `notifications/tools/list_changed` and `notifications/resources/updated` for
  * each subscribed resource that follows the tools (the catalog). Every one of them carries the listen
  * request's id as the subscription id. The subscription ends when the client closes the stream (HTTP)
- * or cancels the request (stdio), which gets no answer, or when the server stops, which answers it with
- * an empty result.
+ * or cancels the request (stdio), which gets no answer, or when the server stops or the stream's
+ * lifetime is over, which answer it with an empty result (the client listens again). Streams are
+ * capped per caller and overall: each holds a connection and a listener for as long as it lasts.
  */
 import { INVALID_PARAMS, ProtocolError } from '../../errors.js';
 import { watchVisibleTools } from '../../live-registry.js';
@@ -18,6 +19,8 @@ import { EdgeError, META, missingExtension } from '../revisions.js';
 import { TASKS_EXTENSION } from './tasks.js';
 
 const FLAGS = ['toolsListChanged', 'promptsListChanged', 'resourcesListChanged'] as const;
+/** JSON-RPC's implementation-defined server error, for a stream refused by the caps. */
+const SUBSCRIPTIONS_FULL = -32000;
 
 export const subscriptionsFeature: Feature = {
   capabilities: {},
@@ -27,7 +30,7 @@ export const subscriptionsFeature: Feature = {
 };
 
 async function listen(params: Record<string, unknown>, ctx: HandlerContext): Promise<Record<string, unknown>> {
-  const { deps, caller, requestId, signal, closing, notify } = ctx;
+  const { deps, caller, requestId, notify } = ctx;
   const filter = params.notifications;
   if (!isObject(filter)) throw invalid('notifications must be an object');
   for (const flag of FLAGS) {
@@ -55,10 +58,33 @@ async function listen(params: Record<string, unknown>, ctx: HandlerContext): Pro
     );
   }
 
+  const place = deps.subscriptions.open(caller.id);
+  if (!place.ok) {
+    throw new EdgeError(
+      SUBSCRIPTIONS_FULL,
+      `Too many subscriptions: ${place.reason}; close one (or wait for one to end) before listening again`,
+      429,
+    );
+  }
   const meta = { [META.subscriptionId]: requestId };
+  try {
+    return await serve(ctx, notify, filter, meta, uris as string[] | undefined);
+  } finally {
+    place.release();
+  }
+}
+
+/** The stream, once it has its place: acknowledged, then told of changes until it ends. */
+async function serve(
+  { deps, caller, signal, closing }: HandlerContext,
+  notify: NonNullable<HandlerContext['notify']>,
+  filter: Record<string, unknown>,
+  meta: Record<string, unknown>,
+  uris: string[] | undefined,
+): Promise<Record<string, unknown>> {
   const tools = filter.toolsListChanged === true;
   const known = new Set(servedContent(deps).resources.map((r) => r.uri));
-  const resources = [...new Set((uris as string[] | undefined) ?? [])].filter((uri) => known.has(uri));
+  const resources = [...new Set(uris ?? [])].filter((uri) => known.has(uri));
   const updated = followingTools(deps, resources);
   notify({
     jsonrpc: '2.0',
@@ -80,12 +106,15 @@ async function listen(params: Record<string, unknown>, ctx: HandlerContext): Pro
           }
         })
       : () => undefined;
+  // A stream lasts at most its lifetime: it then ends as when the server stops, and the client listens again.
+  const lifetime = AbortSignal.timeout(deps.subscriptions.maxLifetimeMs);
   try {
-    await ended(signal, closing);
+    await ended(signal, closing, lifetime);
   } finally {
     stop();
   }
-  // The graceful end, when the server stops; a client that went away gets nothing (the transport drops it).
+  // The graceful end, when the server stops or the lifetime is over; a client that went away gets
+  // nothing (the transport drops it).
   return { _meta: meta };
 }
 
