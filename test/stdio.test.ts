@@ -80,6 +80,22 @@ describe('over stdio', () => {
     expect(result.isError).toBe(true);
   });
 
+  it('19.5.1 answers an over-long request from the SDK client under its id, which the SDK writes after params', async () => {
+    // The client would wait ten minutes for an answer that does not carry its id; the test's own
+    // timeout is far shorter, so only an answer under the id can settle this call.
+    const call = client.callTool(
+      { name: 'query_order_count', arguments: { start_date: '2025-05-01', pad: 'x'.repeat(1_200_000) } },
+      undefined,
+      { timeout: 600_000 },
+    );
+    await expect(call).rejects.toMatchObject({
+      code: -32600,
+      message: expect.stringMatching(/a message is limited to 1048576 bytes/),
+    });
+    // The session goes on.
+    expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+  });
+
   it('logs only to stderr, as JSON lines', () => {
     // Anything but protocol messages on stdout would have broken the client above; stderr holds the log.
     const lines = stderr.trim().split('\n');

@@ -121,76 +121,144 @@ export function cancelledRequestId(message: unknown): RequestId | undefined {
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
+/** Longest id kept while scanning, in bytes of its JSON: a longer one is not looked for. */
+const MAX_ID_BYTES = 1024;
 
 /**
- * The top-level `id` of a JSON object, read from the start of its text alone: what a message too long
- * to parse is answered under. Undefined unless the beginning holds a complete string or number id at
- * the top level (an "id" inside params does not count).
+ * Finds the top-level `id` of a JSON object fed to it in pieces, without keeping the text: what a
+ * message too long to parse is answered under, wherever its id stands (the SDK writes it after
+ * params). Tracks strings and nesting, so an "id" inside params, or standing as a value, does not
+ * count. The bytes of a multi-byte character never look like a quote, a bracket or a comma.
  */
-export function idFromPrefix(prefix: Uint8Array): RequestId | undefined {
-  const text = new TextDecoder('utf-8').decode(prefix);
+export interface IdScanner {
+  feed(bytes: Uint8Array): void;
+  /** The id once it has been read whole; undefined until then, or when there is none to read. */
+  readonly id: RequestId | undefined;
+  /** Whether the scan is over: the id was read, or it cannot be (not an object, a bad id, one too long). */
+  readonly done: boolean;
+  /** The text ended: a number id standing at its very end is whole. */
+  end(): void;
+}
+
+export function createIdScanner(): IdScanner {
   let depth = 0;
-  let at = 0;
-  /** The last string that ended at depth 1 and was followed by a colon: a top-level key. */
+  let inString = false;
+  let escaped = false;
+  /** At depth 1, the next string is a key. */
   let expectingKey = false;
-  while (at < text.length) {
-    const c = text.charCodeAt(at);
-    if (c === QUOTE) {
-      const end = stringEnd(text, at);
-      if (end === -1) return undefined;
-      if (depth === 1 && expectingKey) {
-        const key = text.slice(at, end + 1);
-        let next = skipSpace(text, end + 1);
-        if (text[next] !== ':') return undefined;
-        next = skipSpace(text, next + 1);
-        if (key === '"id"') return readId(text, next);
-        at = next;
-        expectingKey = false;
-        continue;
-      }
-      at = end + 1;
-      continue;
+  /** The bytes of the key being read, while it can still be "id". */
+  let key: number[] | undefined;
+  /** After the key "id": waiting for its colon, then its value. */
+  let phase: 'scan' | 'colon' | 'value' | 'string' | 'number' = 'scan';
+  let value: number[] = [];
+  let id: RequestId | undefined;
+  let done = false;
+
+  const finish = (found: RequestId | undefined): void => {
+    id = found;
+    done = true;
+  };
+  const finishString = (): void => {
+    try {
+      finish(JSON.parse(`"${Buffer.from(value).toString('utf8')}"`) as string);
+    } catch {
+      finish(undefined);
     }
-    if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+  };
+  const finishNumber = (): void => {
+    const text = Buffer.from(value).toString('latin1');
+    finish(/^-?\d+(\.\d+)?([eE][+-]?\d+)?$/.test(text) ? Number(text) : undefined);
+  };
+  const isSpace = (c: number): boolean => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
+
+  const step = (c: number): void => {
+    if (phase === 'string') {
+      if (escaped) escaped = false;
+      else if (c === BACKSLASH) escaped = true;
+      else if (c === QUOTE) return finishString();
+      value.push(c);
+      if (value.length > MAX_ID_BYTES) finish(undefined);
+      return;
+    }
+    if (phase === 'number') {
+      if ((c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x2b || c === 0x2e || c === 0x65 || c === 0x45) {
+        value.push(c);
+        if (value.length > 64) finish(undefined);
+        return;
+      }
+      return finishNumber();
+    }
+    if (phase === 'colon' || phase === 'value') {
+      if (isSpace(c)) return;
+      if (phase === 'colon') {
+        if (c === 0x3a /* : */) phase = 'value';
+        else finish(undefined);
+        return;
+      }
+      value = [];
+      if (c === QUOTE) phase = 'string';
+      else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+        phase = 'number';
+        value.push(c);
+      } else finish(undefined); // null, an object, a list: not an id
+      return;
+    }
+    if (inString) {
+      if (escaped) escaped = false;
+      else if (c === BACKSLASH) escaped = true;
+      else if (c === QUOTE) {
+        inString = false;
+        if (key !== undefined) {
+          if (key.length === 2 && key[0] === 0x69 && key[1] === 0x64) phase = 'colon';
+          key = undefined;
+        }
+        return;
+      }
+      if (key !== undefined) {
+        key.push(c);
+        if (key.length > 2) key = undefined;
+      }
+      return;
+    }
+    if (c === QUOTE) {
+      inString = true;
+      if (depth === 1 && expectingKey) key = [];
+      expectingKey = false;
+    } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+      if (depth === 0 && c === 0x5b) return finish(undefined); // a batch, or not an object
       depth++;
       expectingKey = c === 0x7b && depth === 1;
     } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
       depth--;
+      if (depth <= 0) finish(undefined);
     } else if (c === 0x2c /* , */ && depth === 1) {
       expectingKey = true;
     }
-    at++;
-  }
-  return undefined;
+  };
+
+  return {
+    feed: (bytes) => {
+      for (let i = 0; i < bytes.length && !done; i++) step(bytes[i]!);
+    },
+    end: () => {
+      if (!done && phase === 'number') finishNumber();
+      done = true;
+    },
+    get id() {
+      return id;
+    },
+    get done() {
+      return done;
+    },
+  };
 }
 
-function stringEnd(text: string, start: number): number {
-  for (let i = start + 1; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === BACKSLASH) i++;
-    else if (c === QUOTE) return i;
-  }
-  return -1;
-}
-
-function skipSpace(text: string, from: number): number {
-  let i = from;
-  while (i < text.length && /\s/.test(text[i]!)) i++;
-  return i;
-}
-
-function readId(text: string, from: number): RequestId | undefined {
-  if (text[from] === '"') {
-    const end = stringEnd(text, from);
-    if (end === -1) return undefined;
-    try {
-      return JSON.parse(text.slice(from, end + 1)) as string;
-    } catch {
-      return undefined;
-    }
-  }
-  const number = /^-?\d+(\.\d+)?([eE][+-]?\d+)?/.exec(text.slice(from, from + 40));
-  // A number cut off by the end of the prefix is not known to be whole.
-  if (!number || from + number[0].length >= text.length) return undefined;
-  return Number(number[0]);
+/**
+ * The top-level `id` of a JSON object, read from the start of its text alone. Undefined unless the
+ * beginning holds a complete string or number id at the top level (an "id" inside params does not count).
+ */
+export function idFromPrefix(prefix: Uint8Array): RequestId | undefined {
+  const scanner = createIdScanner();
+  scanner.feed(prefix);
+  return scanner.id;
 }

@@ -13,11 +13,12 @@ import {
   cancelledRequestId,
   encodeMessage,
   errorResponse,
-  idFromPrefix,
+  createIdScanner,
   isObject,
   parseJson,
   requestIdOf,
   type OutgoingMessage,
+  type IdScanner,
   type RequestId as Id,
 } from '../protocol/json-rpc.js';
 import type { McpServer, PacedTransport } from '../server.js';
@@ -28,8 +29,6 @@ const NEWLINE = 0x0a;
  * script pipes in waits in the pipe, not in this process's memory.
  */
 const MAX_WAITING_BYTES = 1 << 20;
-/** How much of an over-long line is searched for the id its error is answered under. */
-const ID_SEARCH_BYTES = 64 << 10;
 
 export interface StdioOptions {
   readonly input?: Readable;
@@ -60,8 +59,11 @@ export function createStdioTransport(options: StdioOptions = {}): PacedTransport
   const maxInFlight = Math.max(1, options.maxInFlight ?? 4);
   let pending: Buffer[] = [];
   let pendingBytes = 0;
-  /** Set while the rest of an over-long line is being skipped. */
-  let skipping = false;
+  /**
+   * Set while the rest of an over-long line is being skipped: it is scanned, never kept, for the id its
+   * error is answered under, which is answered once the id is read or the line ends.
+   */
+  let skipping: { scanner: IdScanner; answered: boolean } | undefined;
   let closed = false;
   let inputEnded = false;
   /** Requests handed to the server and not answered yet, by id (a count: a client may reuse an id). */
@@ -105,11 +107,11 @@ export function createStdioTransport(options: StdioOptions = {}): PacedTransport
       const tail = chunk.subarray(from, at);
       from = at + 1;
       if (skipping) {
-        skipping = false;
+        skip(tail, true);
         continue;
       }
       if (pendingBytes + tail.length > maxLineBytes) {
-        tooLong(tail);
+        tooLong(tail, true);
         continue;
       }
       const line = pending.length === 0 ? tail : Buffer.concat([...pending, tail]);
@@ -118,10 +120,10 @@ export function createStdioTransport(options: StdioOptions = {}): PacedTransport
       receive(line);
     }
     const rest = chunk.subarray(from);
-    if (rest.length === 0 || skipping) return;
+    if (rest.length === 0) return;
+    if (skipping) return skip(rest, false);
     if (pendingBytes + rest.length > maxLineBytes) {
-      tooLong(rest);
-      skipping = true;
+      tooLong(rest, false);
       return;
     }
     pending.push(rest);
@@ -130,19 +132,36 @@ export function createStdioTransport(options: StdioOptions = {}): PacedTransport
 
   function onEnd(): void {
     // A last line without its newline is still a line.
-    if (pending.length > 0 && !skipping) receive(Buffer.concat(pending));
+    if (skipping) skip(Buffer.alloc(0), true);
+    else if (pending.length > 0) receive(Buffer.concat(pending));
     pending = [];
     pendingBytes = 0;
     inputEnded = true;
     closeIfDone();
   }
 
-  /** A line over the limit is answered under its id, when the id can be read from the line's start. */
-  function tooLong(more: Buffer): void {
-    const start = Buffer.concat([...pending, more.subarray(0, ID_SEARCH_BYTES)]).subarray(0, ID_SEARCH_BYTES);
+  /** A line over the limit: what was kept of it is scanned for its id and let go, and the rest is skipped. */
+  function tooLong(more: Buffer, ends: boolean): void {
+    skipping = { scanner: createIdScanner(), answered: false };
+    for (const piece of pending) skipping.scanner.feed(piece);
     pending = [];
     pendingBytes = 0;
-    write(errorResponse(idFromPrefix(start), -32600, `Invalid Request: a message is limited to ${maxLineBytes} bytes`));
+    skip(more, ends);
+  }
+
+  /**
+   * More of an over-long line, scanned for its id: the error goes out as soon as the id is read (or
+   * when the line ends without one), so that a client waiting under that id is answered at once.
+   */
+  function skip(more: Buffer, ends: boolean): void {
+    const line = skipping!;
+    line.scanner.feed(more);
+    if (ends) line.scanner.end();
+    if (!line.answered && line.scanner.done) {
+      line.answered = true;
+      write(errorResponse(line.scanner.id, -32600, `Invalid Request: a message is limited to ${maxLineBytes} bytes`));
+    }
+    if (ends) skipping = undefined;
   }
 
   function receive(line: Buffer): void {
