@@ -4,7 +4,7 @@
  * clients that hold subscription streams open, and bodies too large to read. The server is the built CLI.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { createServer, request, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernHttp } from '@modelcontextprotocol/client';
@@ -216,5 +216,68 @@ describe('19.5.4 subscriptions/listen streams', () => {
     }
     expect(limits.open('c').ok).toBe(true);
     expect(limits.open('d').ok).toBe(false);
+  });
+});
+
+describe('19.5.2 a body over the limit', () => {
+  let plain: RunningCli;
+  let url: URL;
+  const FIVE_MB = 5 * 1024 * 1024;
+  const body = Buffer.from(
+    JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { pad: 'x'.repeat(FIVE_MB) } }),
+  );
+  const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+
+  beforeAll(async () => {
+    plain = startCli(['serve', '--http', '--port', '0'], {
+      DATABASE_URL: inject('readerUrl'),
+      QUERYGATE_TOKEN_KEY: 'edge-test-token-key',
+      QUERYGATE_RATE_LIMIT: '1000',
+    });
+    url = new URL((await plain.waitForLog(/listening on (http:\/\/[^"\s]+\/mcp)/))[1]!);
+  });
+  afterAll(async () => {
+    expect(await plain?.stop()).toBe(0);
+  });
+
+  /** A POST by node:http, with its length declared or sent chunked: the status read, or the error met. */
+  const nodePost = (chunked: boolean): Promise<number | string> =>
+    new Promise((done) => {
+      const req = request(
+        url,
+        { method: 'POST', headers: chunked ? headers : { ...headers, 'content-length': String(body.length) } },
+        (res) => {
+          res.resume();
+          res.on('end', () => done(res.statusCode ?? 0));
+          res.on('error', (err: NodeJS.ErrnoException) => done(err.code ?? err.message));
+        },
+      );
+      req.on('error', (err: NodeJS.ErrnoException) => done(err.code ?? err.message));
+      if (chunked) {
+        for (let at = 0; at < body.length; at += 256 * 1024) req.write(body.subarray(at, at + 256 * 1024));
+        req.end();
+      } else req.end(body);
+    });
+
+  const fetchPost = (): Promise<number | string> =>
+    fetch(url, { method: 'POST', headers, body })
+      .then(async (res) => {
+        await res.text();
+        return res.status;
+      })
+      .catch((err: Error & { cause?: { code?: string } }) => err.cause?.code ?? err.message);
+
+  it('19.5.2 answers 413 to every one of 20 five-megabyte bodies, declared or chunked, sent by node:http', async () => {
+    const statuses: (number | string)[] = [];
+    for (let i = 0; i < 20; i++) statuses.push(await nodePost(i % 2 === 1));
+    expect(statuses).toEqual(Array(20).fill(413));
+  });
+
+  it('19.5.2 answers 413 to every one of 20 five-megabyte bodies sent by fetch, and serves the next request', async () => {
+    const statuses: (number | string)[] = [];
+    for (let i = 0; i < 20; i++) statuses.push(await fetchPost());
+    expect(statuses).toEqual(Array(20).fill(413));
+    const ok = await post(url, LIST, MODERN);
+    expect(ok.status).toBe(200);
   });
 });

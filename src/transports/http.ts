@@ -89,6 +89,8 @@ export interface RunningHttp {
 }
 
 const KEEP_ALIVE_MS = 15_000;
+/** The most of a body over the limit that is read (and thrown away) so that its client can read the 413. */
+const DISCARD_BYTES = 16 << 20;
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
 /** Without tokens (loopback only), every HTTP client is this one caller. */
 const ANONYMOUS: Caller = { id: 'http' };
@@ -231,7 +233,6 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
     const body = await readBody(req, options.maxBodyBytes);
     if (body === 'too_large') {
       options.metrics?.refusal('http_body_too_large');
-      res.setHeader('connection', 'close');
       return sendError(res, 413, -32600, `Request body larger than ${options.maxBodyBytes} bytes`);
     }
     const decoded = parseJson(body);
@@ -384,17 +385,38 @@ function sourceAddress(req: IncomingMessage, trustedHops: number): string {
   return hops[hops.length - trustedHops] ?? own;
 }
 
-async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too_large'> {
-  const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) return 'too_large';
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) return 'too_large';
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
+/**
+ * The body, or 'too_large' as soon as it is known to pass the limit. The rest of a body too large is
+ * still read, and thrown away, up to DISCARD_BYTES: the client is most likely still sending it, and
+ * a connection closed under it is reset before it can read its 413 (EPIPE). Past that bound the
+ * connection is cut; within it, the body is read to its end and the connection serves on.
+ */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too_large'> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length']);
+    let chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = false;
+    const refuse = (): void => {
+      tooLarge = true;
+      chunks = [];
+      resolve('too_large');
+    };
+    if (Number.isFinite(declared) && declared > limit) refuse();
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (!tooLarge && size > limit) refuse();
+      if (!tooLarge) chunks.push(chunk);
+      else if (size > DISCARD_BYTES) req.socket.destroy();
+    });
+    req.once('end', () => {
+      if (!tooLarge) resolve(Buffer.concat(chunks));
+    });
+    req.once('error', reject);
+    req.once('close', () => {
+      if (!req.complete) reject(new Error('the client went away while sending its request'));
+    });
+  });
 }
 
 /** An error refused before the dispatcher: without an id, unless the body was read and had one. */
