@@ -66,8 +66,9 @@ export function watchConfig(
           await new Promise((settled) => setTimeout(settled, options.settleMs ?? SETTLE_MS).unref());
           if (closed) return;
           if (readText(path) !== first) {
+            // Read again, and wait again, until two reads agree.
             logger.info('configuration file still changing; reloading once it settles', { file: path });
-            schedule(options.debounceMs ?? DEBOUNCE_MS);
+            again = true;
             continue;
           }
           const config = readConfigFile(path, options);
