@@ -8,7 +8,7 @@ import type { Pack, PersonalColumn } from '../pack.js';
 import { ConfigError } from '../errors.js';
 import { createRegistry, type QueryContext } from '../registry.js';
 import type { ReaderDatabase } from './connect.js';
-import { personalDataChecks } from './personal-data-checks.js';
+import { classificationChecks, personalDataChecks } from './personal-data-checks.js';
 import { JOB_SCHEMA } from './job-role.js';
 import { READER_TEMP_FILE_LIMIT } from './reader-role.js';
 
@@ -46,6 +46,11 @@ export interface ReaderScope {
   readonly schemas: readonly string[];
   /** The declared personal columns ("schema.table.column") whose raw data the reader must not reach. */
   readonly personal: Readonly<Record<string, PersonalColumn>>;
+  /**
+   * The columns ("schema.table.column") the packs declare as not personal: with `personal`, every
+   * column the reader can read in `schemas`; a readable column in neither fails (none when unset).
+   */
+  readonly notPersonal?: readonly string[];
 }
 
 /** The scope of a server that serves these packs. */
@@ -53,6 +58,7 @@ export function readerScopeOf(packs: readonly Pack[]): ReaderScope {
   return {
     schemas: [...new Set(packs.flatMap((p) => p.readerSchemas))],
     personal: Object.assign({}, ...packs.map((p) => p.personalColumns)) as Record<string, PersonalColumn>,
+    notPersonal: packs.flatMap((p) => p.notPersonalColumns ?? []),
   };
 }
 
@@ -235,6 +241,7 @@ async function runChecks(client: pg.Client, scope: ReaderScope): Promise<SafetyC
   checks.push(...(await checkOtherDatabases(client, role)));
 
   checks.push(...(await personalDataChecks(client, role, scope.personal)));
+  checks.push(...(await classificationChecks(client, scope)));
 
   const setting = async (name: string): Promise<string> =>
     (await client.query<{ value: string }>('select current_setting($1) as value', [name])).rows[0]!.value;

@@ -105,3 +105,117 @@ export async function personalDataChecks(
   );
   return checks;
 }
+
+/** Column names that say a person's email, phone or name: a column so named is not taken as not personal unchecked. */
+const LOOKS_PERSONAL: readonly { kind: PersonalKind; name: RegExp }[] = [
+  { kind: 'email', name: /(^|_)e_?mail(_|$)/ },
+  { kind: 'phone', name: /(^|_)(phone|mobile|telephone|tel|fax|msisdn)(_|$)/ },
+  {
+    kind: 'name',
+    name: /(^|_)((first|last|full|given|family|middle|nick|person|contact|customer|client|user|manager|agent|requester|employee|owner)_?name|surname|forename)(_|$)/,
+  },
+];
+
+/** What a raw email or phone number looks like in a sampled value (PostgreSQL regular expressions). */
+const RAW_VALUE: readonly { kind: PersonalKind; pattern: string }[] = [
+  { kind: 'email', pattern: '^[^@[:space:]]+@[^@[:space:]]+\\.[^@[:space:]]+$' },
+  { kind: 'phone', pattern: '^\\+?[0-9][0-9 ().-]{5,}[0-9]$' },
+];
+
+const article = (kind: PersonalKind): string => (kind === 'email' ? 'an email' : `a ${kind}`);
+
+/** The line a pack adds to classify one column: as personal when its name says so, else either way. */
+function classifyLine(key: string): string {
+  const column = key.slice(key.lastIndexOf('.') + 1).toLowerCase();
+  const kind = LOOKS_PERSONAL.find((l) => l.name.test(column))?.kind;
+  return kind
+    ? `personalColumns: '${key}': { kind: '${kind}' },`
+    : `personalColumns: '${key}': { kind: 'email' | 'phone' | 'name' | 'internal_id' }, if it holds personal data, else notPersonalColumns: '${key}',`;
+}
+
+/**
+ * Fail closed: every column the reader can read in the packs' schemas is classified by a pack, as
+ * personal (with its kind) or as not personal, and never both; a column in neither is one no check
+ * would mask. Then the columns declared not personal are held to that: a name or sampled values
+ * that look like an email or a phone fail it; a name that looks like a person's is a warning.
+ */
+export async function classificationChecks(
+  client: pg.Client,
+  scope: {
+    readonly schemas: readonly string[];
+    readonly personal: Readonly<Record<string, PersonalColumn>>;
+    readonly notPersonal?: readonly string[];
+  },
+): Promise<SafetyCheck[]> {
+  const notPersonal = new Set(scope.notPersonal ?? []);
+  const { rows: readable } = await client.query<{ key: string; target: string; col: string; text: boolean }>(
+    `select n.nspname || '.' || c.relname || '.' || a.attname as key, format('%I.%I', n.nspname, c.relname) as target,
+            format('%I', a.attname) as col,
+            a.atttypid in ('text'::regtype, 'varchar'::regtype, 'bpchar'::regtype, 'name'::regtype) as text
+       from pg_class c join pg_namespace n on n.oid = c.relnamespace
+       join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+      where n.nspname = any ($1::text[]) and c.relkind in ('r', 'p', 'v', 'm', 'f')
+        and has_column_privilege(c.oid, a.attnum, 'SELECT')
+      order by 1`,
+    [scope.schemas],
+  );
+  const unclassified = readable.filter((r) => !(r.key in scope.personal) && !notPersonal.has(r.key));
+  const both = [...notPersonal].filter((key) => key in scope.personal).sort();
+  const classified = 'every readable column is classified by its pack';
+  const checks: SafetyCheck[] = [
+    unclassified.length === 0 && both.length === 0
+      ? { name: classified, ok: true }
+      : {
+          name: classified,
+          ok: false,
+          detail: [
+            ...(unclassified.length ? [`not classified: ${unclassified.map((r) => r.key).join(', ')}`] : []),
+            ...(both.length ? [`declared both personal and not personal: ${both.join(', ')}`] : []),
+          ].join('; '),
+          fix: [
+            ...unclassified.map((r) => `add to the pack ${classifyLine(r.key)}`),
+            ...both.map((key) => `remove '${key}' from the pack's notPersonalColumns`),
+          ].join(' '),
+        },
+  ];
+
+  const raw: string[] = [];
+  const named: string[] = [];
+  for (const row of readable.filter((r) => notPersonal.has(r.key) && !(r.key in scope.personal))) {
+    const column = row.key.slice(row.key.lastIndexOf('.') + 1).toLowerCase();
+    const byName = LOOKS_PERSONAL.find((l) => l.name.test(column));
+    if (byName && byName.kind !== 'name') raw.push(`${row.key} is named like ${article(byName.kind)}`);
+    else if (byName) named.push(row.key);
+    if (!row.text) continue;
+    const { rows } = await client.query<{ kind: PersonalKind; found: number }>(
+      `select p.kind, count(*)::int as found
+         from (select ${row.col}::text as value from ${row.target} where ${row.col} is not null limit ${SAMPLE}) as sample
+         join unnest($1::text[], $2::text[]) as p (kind, pattern) on sample.value ~ p.pattern
+        group by p.kind order by p.kind`,
+      [RAW_VALUE.map((v) => v.kind), RAW_VALUE.map((v) => v.pattern)],
+    );
+    for (const { kind, found } of rows) {
+      raw.push(`${row.key}: ${found} of at most ${SAMPLE} values look like ${article(kind)}`);
+    }
+  }
+  const lookalikes = 'columns declared not personal do not look personal';
+  checks.push(
+    raw.length > 0
+      ? {
+          name: lookalikes,
+          ok: false,
+          detail: raw.join('; '),
+          fix: "move each to the pack's personalColumns with its kind, and mask it at the source in the view",
+        }
+      : named.length > 0
+        ? {
+            name: lookalikes,
+            ok: true,
+            warning: true,
+            detail: `named like a person's name: ${named.join(', ')}`,
+            fix: "if it names a person, move it to the pack's personalColumns as { kind: 'name' } and mask it in the view",
+          }
+        : { name: lookalikes, ok: true },
+  );
+  return checks;
+}
