@@ -3,8 +3,16 @@
  * classifies stops `serve` and fails `doctor`; a column declared not personal whose name or values
  * look personal is flagged. Each against a database of the test's own, through the built CLI.
  */
+import { sql, type RawBuilder } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { salesPack } from '../pack/index.js';
+import { defineTemplate } from '../pack/kit.js';
+import { ConfigError } from '../src/errors.js';
+import { oneOf } from '../src/lib/arguments.js';
+import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
+import { startOfDay } from '../src/db/range-sql.js';
+import { createRegistry, type AnyTemplate } from '../src/registry.js';
 import { DEFAULT_READER_ROLE } from '../src/config.js';
 import { checkReaderSafety, readerScopeOf, type SafetyCheck } from '../src/db/doctor.js';
 import { runCli } from './support/cli.js';
@@ -148,5 +156,166 @@ describe('19.3 a readable column the pack does not classify', () => {
   it("19.3.2 the shipped pack's columns declared not personal are not flagged", async () => {
     const checks = await checkReaderSafety(scratch.readerUrl, readerScopeOf([salesPack]));
     expect(named(checks, LOOKALIKES)).toEqual({ name: LOOKALIKES, ok: true });
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------
+// Templates a pack author got wrong, refused at start-up with one line naming the template and the fix.
+
+const STATUSES = ['paid', 'shipped'] as const;
+const UNITS = ['day', 'week'] as const;
+
+interface OrderArgs {
+  start_date: string;
+  end_date: string;
+  status: string;
+  unit?: string;
+}
+
+/** A template as a new pack author writes one: the engine's range, a status, orders counted. */
+function orderCount(overrides: {
+  input?: z.ZodType;
+  examples?: readonly [Record<string, unknown>, ...Record<string, unknown>[]];
+  where?: (args: { status: string; unit?: string }) => RawBuilder<boolean>;
+  rest?: Record<string, unknown>;
+}): AnyTemplate {
+  const input =
+    overrides.input ??
+    z
+      .strictObject({ ...dateRangeFields, status: oneOf(STATUSES, 'Which orders') })
+      .superRefine(checkDateRange, DATE_RANGE_ALWAYS);
+  const template = defineTemplate<OrderArgs, { order_count: number }>({
+    name: 'query_status_count',
+    title: 'Orders of a status',
+    description: 'How many orders of one status were placed in a date range of at most 90 days.',
+    input: input as z.ZodType<OrderArgs>,
+    examples: overrides.examples ?? [{ start_date: '2025-03-01', end_date: '2025-03-31', status: 'paid' }],
+    output: z.object({ order_count: z.number() }),
+    columns: { order_count: { type: 'integer', source: 'computed', treatment: 'plain' } },
+    query: (db, args, ctx) => {
+      const range = resolveRange(args);
+      return db
+        .selectFrom('reporting.orders as o')
+        .where('o.ordered_at', '>=', startOfDay(range.startDate, ctx.timeZone))
+        .where('o.ordered_at', '<', startOfDay(range.endExclusive, ctx.timeZone))
+        .where(overrides.where ? overrides.where(args) : sql<boolean>`${sql.ref('o.status')} = ${args.status}`)
+        .select((eb) => eb.fn.countAll<string>().as('order_count'));
+    },
+    present: (rows) => ({ order_count: Number(rows[0]?.order_count ?? 0) }),
+  });
+  return { ...template, ...overrides.rest } as AnyTemplate;
+}
+
+/** The one-line refusal createRegistry gives, or undefined when it builds. */
+function refusal(template: AnyTemplate): string | undefined {
+  try {
+    createRegistry([template]);
+    return undefined;
+  } catch (err) {
+    expect(err, String(err)).toBeInstanceOf(ConfigError);
+    expect((err as Error).message).not.toContain('\n');
+    return (err as Error).message;
+  }
+}
+
+describe('19.3 start-up refuses what a template gets wrong', () => {
+  it('the well-made template builds, so each refusal below is the mistake alone', () => {
+    expect(refusal(orderCount({}))).toBeUndefined();
+  });
+
+  it('19.3.4 refuses sql.lit on an enum argument', () => {
+    const message = refusal(
+      orderCount({ where: (args) => sql<boolean>`${sql.ref('o.status')} = ${sql.lit(args.status)}` }),
+    );
+    expect(message).toMatch(
+      /^template query_status_count: argument status \("(paid|shipped)"\) is written into the SQL text/,
+    );
+    expect(message).toContain('bind parameter');
+  });
+
+  it('19.3.4 refuses an enum value spliced unquoted with sql.raw', () => {
+    const input = z
+      .strictObject({ ...dateRangeFields, status: oneOf(STATUSES, 'Which orders'), unit: oneOf(UNITS, 'How recent') })
+      .superRefine(checkDateRange, DATE_RANGE_ALWAYS);
+    const message = refusal(
+      orderCount({
+        input,
+        examples: [{ start_date: '2025-03-01', end_date: '2025-03-31', status: 'paid', unit: 'day' }],
+        where: (args) =>
+          sql<boolean>`${sql.ref('o.ordered_at')} > now() - ${sql.raw(`interval '1 ${args.unit ?? 'day'}'`)}`,
+      }),
+    );
+    expect(message).toMatch(
+      /^template query_status_count: argument unit \("(day|week)"\) is written into the SQL text/,
+    );
+  });
+
+  it('19.3.4 serves a branch the builder chooses by an enum value', () => {
+    const message = refusal(
+      orderCount({
+        where: (args) =>
+          args.status === 'paid'
+            ? sql<boolean>`${sql.ref('o.status')} = ${'paid'} and ${sql.ref('o.total_amount')} > ${0}`
+            : sql<boolean>`${sql.ref('o.status')} = ${args.status}`,
+      }),
+    );
+    expect(message).toBeUndefined();
+  });
+
+  it("19.3.3 refuses a template's own date fields, which would answer for any range", () => {
+    const input = z.strictObject({
+      start_date: z.iso.date(),
+      end_date: z.iso.date(),
+      status: oneOf(STATUSES, 'Which'),
+    });
+    expect(input.safeParse({ start_date: '2024-01-01', end_date: '2026-12-01', status: 'paid' }).success).toBe(true);
+    expect(refusal(orderCount({ input }))).toBe(
+      "template query_status_count: input field start_date is not the engine's own; take dates through the engine's range: spread dateRangeFields (src/lib/date-range.ts) into the input and attach .superRefine(checkDateRange, DATE_RANGE_ALWAYS)",
+    );
+  });
+
+  it('19.3.3 refuses date fields under other names', () => {
+    const input = z
+      .strictObject({ ...dateRangeFields, status: oneOf(STATUSES, 'Which'), placed_since: z.iso.date().optional() })
+      .superRefine(checkDateRange, DATE_RANGE_ALWAYS);
+    expect(refusal(orderCount({ input }))).toMatch(
+      /^template query_status_count: input field placed_since looks like a date, and the engine holds dates to at most 90 days only through its own range; /,
+    );
+  });
+
+  it("19.3.3 and 19.3.5 refuse the engine's fields without the range refinement, in one line instead of resolveRange's TypeError", () => {
+    const input = z.strictObject({ ...dateRangeFields, status: oneOf(STATUSES, 'Which') });
+    // The premise: without the refinement the schema lets through 91 days, and a call with no dates at all.
+    expect(input.safeParse({ start_date: '2025-01-01', end_date: '2025-04-01', status: 'paid' }).success).toBe(true);
+    expect(() => resolveRange({})).toThrow(TypeError);
+    expect(refusal(orderCount({ input }))).toBe(
+      "template query_status_count: input accepts 2025-01-01..2025-04-01, 91 days: the range refinement is missing; take dates through the engine's range: spread dateRangeFields (src/lib/date-range.ts) into the input and attach .superRefine(checkDateRange, DATE_RANGE_ALWAYS)",
+    );
+  });
+
+  it("19.3.5 a builder's own TypeError at start-up becomes a one-line refusal naming the call", () => {
+    const message = refusal(
+      orderCount({
+        where: (args) => {
+          if (args.status === 'shipped') throw new TypeError('shippedSince called before validation');
+          return sql<boolean>`${sql.ref('o.status')} = ${args.status}`;
+        },
+      }),
+    );
+    expect(message).toMatch(
+      /^template query_status_count: query\(\) throws "TypeError: shippedSince called before validation" \(arguments \{.*"status":"shipped".*\}, time zone UTC\); every call its input schema accepts must build/,
+    );
+  });
+
+  it('19.3.5 a missing description is a one-line refusal, not a TypeError', () => {
+    expect(refusal(orderCount({ rest: { description: undefined } }))).toBe(
+      'template query_status_count: description is missing; give it one: a text for a model choosing the tool',
+    );
+  });
+
+  it("19.3.5 a column declared as 'plain' says how to declare it, not that it declares no treatment", () => {
+    expect(refusal(orderCount({ rest: { columns: { order_count: 'plain' } } }))).toBe(
+      "template query_status_count: column order_count is declared as \"plain\"; declare it as { type, source, treatment }, e.g. order_count: { type: 'text', source: 'computed', treatment: 'plain' }",
+    );
   });
 });
