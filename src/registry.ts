@@ -270,6 +270,27 @@ export interface Registry {
   ): Promise<{ readonly job: JobRow } | { readonly result: CallToolResult }>;
 }
 
+/**
+ * What each data-scope dimension hides: for each dimension the served packs declare, the tools a
+ * caller scoped on it does not see (the templates that do not apply it, and every report and job tool
+ * that runs one of them), read from the registry's own toolsFor. Empty lists for a dimension that hides nothing.
+ */
+export function hiddenByDataScope(registry: Registry): Map<string, string[]> {
+  const hidden = new Map<string, string[]>();
+  for (const dimension of [...registry.dataScopeDimensions].sort()) {
+    const seen = new Set(
+      registry
+        .toolsFor({ id: 'data-scope-check', dataScope: { [dimension]: ['\u0000scope-check'] } })
+        .map((t) => t.name),
+    );
+    hidden.set(
+      dimension,
+      registry.tools.filter((t) => !seen.has(t.name)).map((t) => t.name),
+    );
+  }
+  return hidden;
+}
+
 /** Tool names: snake_case, a verb and at least one noun (`query_order_count`). */
 export const TOOL_NAME = /^[a-z][a-z0-9]*(_[a-z0-9]+)+$/;
 const PERSONAL_LOOKING_NAME = /(^|_)(email|phone|name|first_name|last_name|id)$/;

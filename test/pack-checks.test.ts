@@ -3,8 +3,11 @@
  * classifies stops `serve` and fails `doctor`; a column declared not personal whose name or values
  * look personal is flagged. Each against a database of the test's own, through the built CLI.
  */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { sql, type RawBuilder } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { salesPack } from '../pack/index.js';
 import { defineTemplate } from '../pack/kit.js';
@@ -12,10 +15,10 @@ import { ConfigError } from '../src/errors.js';
 import { oneOf } from '../src/lib/arguments.js';
 import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
 import { startOfDay } from '../src/db/range-sql.js';
-import { createRegistry, type AnyTemplate } from '../src/registry.js';
+import { createRegistry, hiddenByDataScope, type AnyTemplate } from '../src/registry.js';
 import { DEFAULT_READER_ROLE } from '../src/config.js';
 import { checkReaderSafety, readerScopeOf, type SafetyCheck } from '../src/db/doctor.js';
-import { runCli } from './support/cli.js';
+import { runCli, startCli } from './support/cli.js';
 import { checkNamed, parseChecks } from './support/doctor-report.js';
 import { createScratchDatabase, type ScratchDatabase } from './support/scratch.js';
 
@@ -318,4 +321,73 @@ describe('19.3 start-up refuses what a template gets wrong', () => {
       "template query_status_count: column order_count is declared as \"plain\"; declare it as { type, source, treatment }, e.g. order_count: { type: 'text', source: 'computed', treatment: 'plain' }",
     );
   });
+});
+
+// ---------------------------------------------------------------------------------------------------
+// A template that applies no data scope disappears for scoped callers: said at start-up and by doctor.
+
+describe('19.3.6 what a data scope hides', () => {
+  let folder: string;
+  let module: string;
+  const unscoped = 'query_top_products';
+  // Computed from the pack's own declarations: the template, and every report that runs it (and its job tool).
+  const hidden = [
+    unscoped,
+    ...(salesPack.reports ?? []).filter((r) => r.uses.some((t) => t.name === unscoped)).map((r) => r.name),
+  ];
+
+  beforeAll(async () => {
+    expect(hidden).toEqual([unscoped, 'weekly_sales_report']);
+    folder = await mkdtemp(join(tmpdir(), 'querygate-unscoped-pack-'));
+    module = join(folder, 'unscoped-pack.mjs');
+    // The sales pack with one template that forgot its dataScope, as a pack author would ship it.
+    await writeFile(
+      module,
+      [
+        `import { definePack } from ${JSON.stringify(resolve('dist/src/pack.js'))};`,
+        `import sales from ${JSON.stringify(resolve('dist/pack/index.js'))};`,
+        `const templates = sales.templates.map((t) => (t.name === '${unscoped}' ? { ...t, dataScope: [] } : t));`,
+        'const reports = sales.reports.map((r) => ({ ...r, uses: r.uses.map((u) => templates.find((t) => t.name === u.name)) }));',
+        "export default definePack({ ...sales, name: 'unscoped_sales', templates, reports });",
+      ].join('\n'),
+    );
+  });
+
+  afterAll(async () => {
+    await rm(folder, { recursive: true, force: true });
+  });
+
+  it('19.3.6 doctor lists what the region scope hides; the shipped pack hides nothing', async () => {
+    const doctor = await runCli(['doctor'], { DATABASE_URL: inject('readerUrl'), QUERYGATE_PACKS: module });
+    const check = checkNamed(
+      parseChecks(doctor.stdout),
+      'data scope region (pack unscoped_sales) hides no tool from a caller scoped on it',
+    );
+    expect(check.status).toBe('WARN');
+    expect(check.detail).toBe(`(hides ${hidden.join(', ')})`);
+    expect(check.fix).toContain("dataScope: ['region']");
+
+    const registry = createRegistry(salesPack.templates, { reports: salesPack.reports ?? [], jobs: true });
+    expect([...hiddenByDataScope(registry)]).toEqual([['region', []]]);
+  }, 120_000);
+
+  it('19.3.6 serve says once at start-up, on stderr, which tools a region-scoped caller will not see', async () => {
+    const cli = startCli(['serve'], {
+      DATABASE_URL: inject('readerUrl'),
+      QUERYGATE_PACKS: module,
+      QUERYGATE_TOKEN_KEY: 'k'.repeat(20),
+    });
+    try {
+      await cli.waitForLog(/"serving"|serving/);
+      const lines = cli
+        .stderr()
+        .split('\n')
+        .filter((line) => line.includes('data scope region: hidden from callers scoped on it'));
+      expect(lines).toHaveLength(1);
+      for (const tool of hidden) expect(lines[0]).toContain(tool);
+      expect(lines[0]).not.toContain('query_sales"');
+    } finally {
+      await cli.stop();
+    }
+  }, 120_000);
 });
