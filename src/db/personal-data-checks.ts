@@ -124,6 +124,12 @@ const RAW_VALUE: readonly { kind: PersonalKind; pattern: string }[] = [
 
 const article = (kind: PersonalKind): string => (kind === 'email' ? 'an email' : `a ${kind}`);
 
+/** "Ada Lovelace", "Jean-Luc Picard", "Mary Ann O'Neil": two to four capitalized words. */
+const PERSON_NAME =
+  "^[[:upper:]][[:lower:]]+([-'][[:upper:]]?[[:lower:]]+)?( [[:upper:]][[:lower:]]*([-'][[:upper:]]?[[:lower:]]+)?){1,3}$";
+/** The fewest distinct values a column's names are judged by. */
+const PERSON_NAME_MIN_VALUES = 10;
+
 /** The line a pack adds to classify one column: as personal when its name says so, else either way. */
 function classifyLine(key: string): string {
   const column = key.slice(key.lastIndexOf('.') + 1).toLowerCase();
@@ -137,7 +143,8 @@ function classifyLine(key: string): string {
  * Fail closed: every column the reader can read in the packs' schemas is classified by a pack, as
  * personal (with its kind) or as not personal, and never both; a column in neither is one no check
  * would mask. Then the columns declared not personal are held to that: a name or sampled values
- * that look like an email or a phone fail it; a name that looks like a person's is a warning.
+ * that look like an email or a phone fail it; a name or values that look like a person's name are a
+ * warning (a product or a team may be named like one).
  */
 export async function classificationChecks(
   client: pg.Client,
@@ -185,8 +192,19 @@ export async function classificationChecks(
     const column = row.key.slice(row.key.lastIndexOf('.') + 1).toLowerCase();
     const byName = LOOKS_PERSONAL.find((l) => l.name.test(column));
     if (byName && byName.kind !== 'name') raw.push(`${row.key} is named like ${article(byName.kind)}`);
-    else if (byName) named.push(row.key);
+    else if (byName) named.push(`${row.key} is named like a person's name`);
     if (!row.text) continue;
+    // Names are told by their values only when there are many and nearly all read "Given Family": a
+    // product or a team name rarely does, a list of people always.
+    const { rows: people } = await client.query<{ sampled: number; names: number }>(
+      `select count(*)::int as sampled, count(*) filter (where value ~ $1)::int as names
+         from (select distinct ${row.col}::text as value from ${row.target} where ${row.col} is not null limit ${SAMPLE}) as sample`,
+      [PERSON_NAME],
+    );
+    const { sampled, names } = people[0]!;
+    if (sampled >= PERSON_NAME_MIN_VALUES && names >= sampled * 0.8 && !byName) {
+      named.push(`${row.key}: ${names} of ${sampled} distinct values sampled look like a person's name`);
+    }
     const { rows } = await client.query<{ kind: PersonalKind; found: number }>(
       `select p.kind, count(*)::int as found
          from (select ${row.col}::text as value from ${row.target} where ${row.col} is not null limit ${SAMPLE}) as sample
@@ -204,7 +222,7 @@ export async function classificationChecks(
       ? {
           name: lookalikes,
           ok: false,
-          detail: raw.join('; '),
+          detail: [...raw, ...named].join('; '),
           fix: "move each to the pack's personalColumns with its kind, and mask it at the source in the view",
         }
       : named.length > 0
@@ -212,7 +230,7 @@ export async function classificationChecks(
             name: lookalikes,
             ok: true,
             warning: true,
-            detail: `named like a person's name: ${named.join(', ')}`,
+            detail: named.join('; '),
             fix: "if it names a person, move it to the pack's personalColumns as { kind: 'name' } and mask it in the view",
           }
         : { name: lookalikes, ok: true },
