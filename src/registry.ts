@@ -1011,11 +1011,12 @@ function assertBoundValues(template: AnyTemplate, inputSchema: Tool['inputSchema
         );
       }
     }
-    for (const field of splicedEnums(enums, args, statement.sql, (values) => {
+    const [field] = splicedEnums(enums, args, statement.sql, (values) => {
       const { period: _period, ...days } = values;
       const other = template.input.safeParse(days);
       return other.success ? compile(other.data).sql : undefined;
-    })) {
+    });
+    if (field !== undefined) {
       throw new ConfigError(
         `${where}: argument ${field} (${quote(args[field])}) is written into the SQL text ${branch}; ` +
           "compare with it as a bind parameter (where(column, '=', args." +

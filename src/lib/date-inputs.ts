@@ -14,8 +14,8 @@ const RANGE_FIELDS = Object.keys(dateRangeFields);
 const ENGINE_DAYS = ['start_date', 'end_date'] as const;
 /** A property whose name says it holds a day or an instant. */
 const DATE_LIKE_NAME = /(^|_)(date|dates|day|days|datetime|timestamp|at|from|since|until)$/;
-/** A pattern or format that accepts YYYY-MM-DD. */
-const DATE_LIKE_PATTERN = /\\d\{4\}-|\[0-9\]\{4\}-/;
+/** A pattern that accepts YYYY-MM-DD (not an ISO week, YYYY-Www). */
+const DATE_LIKE_PATTERN = /\\d\{4\}-(?!W)|\[0-9\]\{4\}-(?!W)/;
 
 /** A range of MAX_RANGE_DAYS + 1 days, and one of MAX_RANGE_DAYS: the one must be refused, the other not. */
 const TOO_WIDE = { start_date: '2025-01-01', end_date: '2025-04-01' };
