@@ -195,10 +195,12 @@ export async function classificationChecks(
     else if (byName) named.push(`${row.key} is named like a person's name`);
     if (!row.text) continue;
     // Names are told by their values only when there are many and nearly all read "Given Family": a
-    // product or a team name rarely does, a list of people always.
+    // product or a team name rarely does, a list of people always. The distinct values of a sample, not
+    // of the table: DISTINCT over a whole large table would cost a scan at every start.
     const { rows: people } = await client.query<{ sampled: number; names: number }>(
       `select count(*)::int as sampled, count(*) filter (where value ~ $1)::int as names
-         from (select distinct ${row.col}::text as value from ${row.target} where ${row.col} is not null limit ${SAMPLE}) as sample`,
+         from (select distinct value
+                 from (select ${row.col}::text as value from ${row.target} where ${row.col} is not null limit ${SAMPLE}) as rows) as sample`,
       [PERSON_NAME],
     );
     const { sampled, names } = people[0]!;
