@@ -93,9 +93,16 @@ describe('19.3 a readable column the pack does not classify', () => {
     expect(check.detail).toBe(
       `(not classified: ${['account_manager_email', 'escalation', 'hotline', 'manager_name'].map((c) => `reporting.account_managers.${c}`).join(', ')})`,
     );
-    expect(check.fix).toContain(`add to the pack personalColumns: '${key}': { kind: 'email' },`);
-    expect(check.fix).toContain(`personalColumns: 'reporting.account_managers.manager_name': { kind: 'name' },`);
-    expect(check.fix).toContain("else notPersonalColumns: 'reporting.account_managers.hotline',");
+    expect(check.fix).toBe(
+      [
+        `add to its pack's personalColumns: '${key}': { kind: 'email' },`,
+        ...['escalation', 'hotline'].map(
+          (c) =>
+            `add to its pack's notPersonalColumns: 'reporting.account_managers.${c}', (or, if it is personal, personalColumns: 'reporting.account_managers.${c}': { kind: 'email' | 'phone' | 'name' | 'internal_id' },)`,
+        ),
+        "add to its pack's personalColumns: 'reporting.account_managers.manager_name': { kind: 'name' },",
+      ].join('; '),
+    );
 
     const serve = await runCli(['serve'], { DATABASE_URL: scratch.readerUrl, QUERYGATE_TOKEN_KEY: 'k'.repeat(20) });
     expect(serve.code).toBe(2);

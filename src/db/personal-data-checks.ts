@@ -130,13 +130,13 @@ const PERSON_NAME =
 /** The fewest distinct values a column's names are judged by. */
 const PERSON_NAME_MIN_VALUES = 10;
 
-/** The line a pack adds to classify one column: as personal when its name says so, else either way. */
+/** The line a pack adds to classify one column: as personal when its name says so, else as not personal. */
 function classifyLine(key: string): string {
   const column = key.slice(key.lastIndexOf('.') + 1).toLowerCase();
   const kind = LOOKS_PERSONAL.find((l) => l.name.test(column))?.kind;
   return kind
     ? `personalColumns: '${key}': { kind: '${kind}' },`
-    : `personalColumns: '${key}': { kind: 'email' | 'phone' | 'name' | 'internal_id' }, if it holds personal data, else notPersonalColumns: '${key}',`;
+    : `notPersonalColumns: '${key}', (or, if it is personal, personalColumns: '${key}': { kind: 'email' | 'phone' | 'name' | 'internal_id' },)`;
 }
 
 /**
@@ -180,9 +180,9 @@ export async function classificationChecks(
             ...(both.length ? [`declared both personal and not personal: ${both.join(', ')}`] : []),
           ].join('; '),
           fix: [
-            ...unclassified.map((r) => `add to the pack ${classifyLine(r.key)}`),
-            ...both.map((key) => `remove '${key}' from the pack's notPersonalColumns`),
-          ].join(' '),
+            ...unclassified.map((r) => `add to its pack's ${classifyLine(r.key)}`),
+            ...both.map((key) => `remove '${key}' from its pack's notPersonalColumns`),
+          ].join('; '),
         },
   ];
 
