@@ -63,7 +63,8 @@ describe('19.3 a readable column the pack does not classify', () => {
     // The trial's mistake: a reader view passing the manager's email through raw, in no declaration.
     await admin.query(
       `create view reporting.account_managers as
-       select email as account_manager_email, phone as hotline, full_name as manager_name, full_name as escalation
+       select email as account_manager_email, phone as hotline, full_name as manager_name, full_name as escalation,
+              to_char(date '2025-03-01' + id::int, 'YYYY-MM-DD') as contract_day
          from sales.account_managers`,
     );
     await admin.query(`grant select on reporting.account_managers to ${reader}`);
@@ -91,12 +92,12 @@ describe('19.3 a readable column the pack does not classify', () => {
     expect(checks.filter((c) => c.status === 'FAIL').map((c) => c.name)).toEqual([CLASSIFIED]);
     const check = checkNamed(checks, CLASSIFIED);
     expect(check.detail).toBe(
-      `(not classified: ${['account_manager_email', 'escalation', 'hotline', 'manager_name'].map((c) => `reporting.account_managers.${c}`).join(', ')})`,
+      `(not classified: ${['account_manager_email', 'contract_day', 'escalation', 'hotline', 'manager_name'].map((c) => `reporting.account_managers.${c}`).join(', ')})`,
     );
     expect(check.fix).toBe(
       [
         `add to its pack's personalColumns: '${key}': { kind: 'email' },`,
-        ...['escalation', 'hotline'].map(
+        ...['contract_day', 'escalation', 'hotline'].map(
           (c) =>
             `add to its pack's notPersonalColumns: 'reporting.account_managers.${c}', (or, if it is personal, personalColumns: 'reporting.account_managers.${c}': { kind: 'email' | 'phone' | 'name' | 'internal_id' },)`,
         ),
@@ -121,6 +122,7 @@ describe('19.3 a readable column the pack does not classify', () => {
         'reporting.account_managers.manager_name': { kind: 'name' },
         'reporting.account_managers.escalation': { kind: 'name' },
       },
+      notPersonal: [...scope.notPersonal!, 'reporting.account_managers.contract_day'],
     });
     expect(named(checks, CLASSIFIED)).toEqual({ name: CLASSIFIED, ok: true });
     // Declared personal, the raw values are then what the masking check fails.
@@ -143,6 +145,8 @@ describe('19.3 a readable column the pack does not classify', () => {
         'reporting.account_managers.hotline',
         'reporting.account_managers.manager_name',
         'reporting.account_managers.escalation',
+        // Days as text: digits and dashes, but no phone.
+        'reporting.account_managers.contract_day',
       ],
     });
     expect(named(checks, CLASSIFIED).ok).toBe(true);
@@ -151,8 +155,8 @@ describe('19.3 a readable column the pack does not classify', () => {
     expect(check.detail).toBe(
       [
         'reporting.account_managers.account_manager_email is named like an email',
-        `reporting.account_managers.account_manager_email: ${emails} of at most 1000 values look like an email`,
-        `reporting.account_managers.hotline: ${phones} of at most 1000 values look like a phone`,
+        `reporting.account_managers.account_manager_email: ${emails} of ${MANAGERS.length} sampled values look like an email`,
+        `reporting.account_managers.hotline: ${phones} of ${MANAGERS.length} sampled values look like a phone`,
         escalation,
         "reporting.account_managers.manager_name is named like a person's name",
       ].join('; '),
@@ -171,6 +175,7 @@ describe('19.3 a readable column the pack does not classify', () => {
         ...scope.notPersonal!,
         'reporting.account_managers.manager_name',
         'reporting.account_managers.escalation',
+        'reporting.account_managers.contract_day',
       ],
     });
     expect(named(byName, LOOKALIKES)).toMatchObject({

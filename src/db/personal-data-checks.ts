@@ -116,10 +116,14 @@ const LOOKS_PERSONAL: readonly { kind: PersonalKind; name: RegExp }[] = [
   },
 ];
 
-/** What a raw email or phone number looks like in a sampled value (PostgreSQL regular expressions). */
-const RAW_VALUE: readonly { kind: PersonalKind; pattern: string }[] = [
-  { kind: 'email', pattern: '^[^@[:space:]]+@[^@[:space:]]+\\.[^@[:space:]]+$' },
-  { kind: 'phone', pattern: '^\\+?[0-9][0-9 ().-]{5,}[0-9]$' },
+/**
+ * What a raw email or phone number looks like in a sampled value (PostgreSQL regular expressions), and
+ * the share of the sample that must look so: one email is a leak, while digits and dashes are a phone
+ * only when nearly every value reads like one (a code or a reference may, now and then).
+ */
+const RAW_VALUE: readonly { kind: PersonalKind; pattern: string; share: number }[] = [
+  { kind: 'email', pattern: '^[^@[:space:]]+@[^@[:space:]]+\\.[^@[:space:]]+$', share: 0 },
+  { kind: 'phone', pattern: '^(?![0-9]{4}-[0-9]{2}-[0-9]{2})\\+?[0-9][0-9 ().-]{5,}[0-9]$', share: 0.8 },
 ];
 
 const article = (kind: PersonalKind): string => (kind === 'email' ? 'an email' : `a ${kind}`);
@@ -207,15 +211,18 @@ export async function classificationChecks(
     if (sampled >= PERSON_NAME_MIN_VALUES && names >= sampled * 0.8 && !byName) {
       named.push(`${row.key}: ${names} of ${sampled} distinct values sampled look like a person's name`);
     }
-    const { rows } = await client.query<{ kind: PersonalKind; found: number }>(
-      `select p.kind, count(*)::int as found
+    const { rows } = await client.query<{ kind: PersonalKind; found: number; sampled: number }>(
+      `select p.kind, count(*) filter (where sample.value ~ p.pattern)::int as found, count(*)::int as sampled
          from (select ${row.col}::text as value from ${row.target} where ${row.col} is not null limit ${SAMPLE}) as sample
-         join unnest($1::text[], $2::text[]) as p (kind, pattern) on sample.value ~ p.pattern
+         cross join unnest($1::text[], $2::text[]) as p (kind, pattern)
         group by p.kind order by p.kind`,
       [RAW_VALUE.map((v) => v.kind), RAW_VALUE.map((v) => v.pattern)],
     );
-    for (const { kind, found } of rows) {
-      raw.push(`${row.key}: ${found} of at most ${SAMPLE} values look like ${article(kind)}`);
+    for (const { kind, found, sampled: of } of rows) {
+      const share = RAW_VALUE.find((v) => v.kind === kind)!.share;
+      if (found > 0 && found >= of * share) {
+        raw.push(`${row.key}: ${found} of ${of} sampled values look like ${article(kind)}`);
+      }
     }
   }
   const lookalikes = 'columns declared not personal do not look personal';
