@@ -10,7 +10,7 @@ import { weeklyReportResource } from '../reports/resources.js';
 import { definePack } from '../src/pack.js';
 import { METRICS, VIEWS } from './docs.js';
 import { prompts } from './prompts.js';
-import { DATA_SCOPE, PERSONAL_COLUMNS } from './schema.js';
+import { DATA_SCOPE, NOT_PERSONAL_COLUMNS, PERSONAL_COLUMNS } from './schema.js';
 import { DEFAULT_SEED_ORDERS, seedDatabase } from './seed.js';
 
 export const salesPack = definePack({
@@ -23,6 +23,7 @@ export const salesPack = definePack({
   ].join(' '),
   readerSchemas: ['reporting'],
   personalColumns: PERSONAL_COLUMNS,
+  notPersonalColumns: NOT_PERSONAL_COLUMNS,
   dataScope: DATA_SCOPE,
   templates,
   reports,

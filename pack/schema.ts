@@ -6,7 +6,7 @@
  * Raw personal data stays in `sales.customers`; `reporting.customers` already masks it at the source,
  * and the server masks every personal column again on the way out (see PERSONAL_COLUMNS).
  */
-import type { DataScopeDimension, PersonalColumns } from '../src/pack.js';
+import type { DataScopeDimension, NotPersonalColumns, PersonalColumns } from '../src/pack.js';
 import type { DB } from './schema.generated.js';
 
 export type ReportingDatabase = DB;
@@ -27,6 +27,47 @@ export const PERSONAL_COLUMNS: PersonalColumns<ReportingDatabase> = {
   'reporting.customers.email_masked': { kind: 'email' },
   'reporting.customers.phone_last4': { kind: 'phone' },
 };
+
+/**
+ * Every other column the reader reads: nothing personal. With PERSONAL_COLUMNS it names every column
+ * of the reporting schema; a column added to a view and left out of both stops the server at start-up.
+ */
+export const NOT_PERSONAL_COLUMNS: NotPersonalColumns<ReportingDatabase> = [
+  'reporting.category_days.category',
+  'reporting.category_days.currency',
+  'reporting.category_days.day',
+  'reporting.category_days.order_count',
+  'reporting.category_days.revenue',
+  'reporting.category_days.status',
+  'reporting.customers.created_at',
+  'reporting.customers.region',
+  'reporting.order_hours.currency',
+  'reporting.order_hours.hour',
+  'reporting.order_hours.order_count',
+  'reporting.order_hours.status',
+  'reporting.order_hours.total_amount',
+  'reporting.order_items.quantity',
+  'reporting.order_items.unit_price',
+  'reporting.orders.currency',
+  'reporting.orders.ordered_at',
+  'reporting.orders.status',
+  'reporting.orders.total_amount',
+  'reporting.product_days.currency',
+  'reporting.product_days.day',
+  'reporting.product_days.revenue',
+  'reporting.product_days.status',
+  'reporting.product_days.units',
+  'reporting.products.category',
+  'reporting.products.name',
+  'reporting.products.sku',
+  'reporting.products.unit_price',
+  'reporting.region_days.currency',
+  'reporting.region_days.day',
+  'reporting.region_days.order_count',
+  'reporting.region_days.region',
+  'reporting.region_days.status',
+  'reporting.region_days.total_amount',
+];
 
 /**
  * What a caller's view of sales may be narrowed to. Every template applies `region` (the rollups

@@ -24,6 +24,7 @@ import { createCallLimits, createSubscriptionLimits, createTokenBuckets } from '
 import { yesterdayUtc } from './lib/date-range.js';
 import { createTokenizer } from './lib/masking.js';
 import { openLiveConfig } from './live-config.js';
+import { hiddenByDataScope } from './registry.js';
 import type { Logger } from './logger.js';
 import { countedAudit, createMetrics, type Metrics } from './metrics.js';
 import type { Pack } from './pack.js';
@@ -198,6 +199,12 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
   // Off by default; with QUERYGATE_TRACING=otlp, each call and each statement it runs is a span.
   const tracing = config.tracing === 'otlp' ? createTracing(process.env, logger, VERSION) : undefined;
   const registry = tracing ? tracing.registry(live.registry) : live.registry;
+  // Said once: a scoped caller is shown fewer tools, and nothing else would tell the operator which.
+  for (const [dimension, tools] of hiddenByDataScope(live.registry)) {
+    if (tools.length > 0) {
+      logger.warn(`data scope ${dimension}: hidden from callers scoped on it, since they do not apply it`, { tools });
+    }
+  }
   const scope = readerScopeOf(packs);
   const audit = createAuditLog(config.auditLog);
   const database = await openDatabase(config, packs, logger, options.signal);

@@ -15,6 +15,7 @@ import { connectReader, redactUrl } from './db/connect.js';
 import {
   checkJobRoleSafety,
   checkReaderSafety,
+  dataScopeChecks,
   explainPacks,
   formatReport,
   planFails,
@@ -300,6 +301,7 @@ async function doctor(config: Config, packs: readonly Pack[], logger: Logger): P
     const scope = readerScopeOf(packs);
     const checks = [
       templatesCheck(packs),
+      ...dataScopeChecks(packs),
       ...(await checkReaderSafety(database.readerUrl, scope)),
       ...(database.jobsUrl === undefined
         ? [

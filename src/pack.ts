@@ -29,6 +29,14 @@ export type SourceColumnOf<DB> = 0 extends 1 & DB
 /** Every column of a pack that must never leave the server raw, keyed "schema.table.column". */
 export type PersonalColumns<DB = unknown> = Readonly<Partial<Record<SourceColumnOf<DB>, PersonalColumn>>>;
 
+/**
+ * The rest of a pack's classification of its readable columns: every column the reader can read that
+ * holds nothing personal, as "schema.table.column". Together with the personal columns it must name
+ * every column the reader role can read in the pack's schemas: one in neither list stops `serve` and
+ * fails `doctor` (fail closed: a raw column added to a view is never served unclassified).
+ */
+export type NotPersonalColumns<DB = unknown> = unknown extends DB ? readonly string[] : readonly SourceColumnOf<DB>[];
+
 export interface SeedRequest {
   /** How many of the pack's main rows to create; the pack's default when omitted. */
   readonly count?: number;
@@ -101,6 +109,11 @@ export interface Pack {
   /** The schemas whose relations the reader role reads; it must read nothing outside them. */
   readonly readerSchemas: readonly [string, ...string[]];
   readonly personalColumns: PersonalColumns;
+  /**
+   * Every other column the reader can read, declared as not personal: with personalColumns, the pack
+   * classifies every readable column, and `serve` refuses to start while one is in neither.
+   */
+  readonly notPersonalColumns?: NotPersonalColumns;
   /**
    * The dimensions a caller's view of the data may be narrowed along; give the same list to templateKit.
    * A template applies those it can (its `dataScope`); one that cannot apply a dimension a caller is

@@ -22,6 +22,7 @@ import {
 } from './errors.js';
 import { argumentCombinations } from './lib/argument-combinations.js';
 import { MAX_ROWS } from './lib/arguments.js';
+import { assertDateInputs } from './lib/date-inputs.js';
 import { parseDay, quote } from './lib/date-range.js';
 import { comparisonRange, type Comparison } from './lib/comparison.js';
 import { appliesScope, outsideScope, scopeOf, unboundScopeValues, type DataScope } from './lib/data-scope.js';
@@ -269,6 +270,27 @@ export interface Registry {
   ): Promise<{ readonly job: JobRow } | { readonly result: CallToolResult }>;
 }
 
+/**
+ * What each data-scope dimension hides: for each dimension the served packs declare, the tools a
+ * caller scoped on it does not see (the templates that do not apply it, and every report and job tool
+ * that runs one of them), read from the registry's own toolsFor. Empty lists for a dimension that hides nothing.
+ */
+export function hiddenByDataScope(registry: Registry): Map<string, string[]> {
+  const hidden = new Map<string, string[]>();
+  for (const dimension of [...registry.dataScopeDimensions].sort()) {
+    const seen = new Set(
+      registry
+        .toolsFor({ id: 'data-scope-check', dataScope: { [dimension]: ['\u0000scope-check'] } })
+        .map((t) => t.name),
+    );
+    hidden.set(
+      dimension,
+      registry.tools.filter((t) => !seen.has(t.name)).map((t) => t.name),
+    );
+  }
+  return hidden;
+}
+
 /** Tool names: snake_case, a verb and at least one noun (`query_order_count`). */
 export const TOOL_NAME = /^[a-z][a-z0-9]*(_[a-z0-9]+)+$/;
 const PERSONAL_LOOKING_NAME = /(^|_)(email|phone|name|first_name|last_name|id)$/;
@@ -289,6 +311,12 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
     for (const dimension of assertDimensions(template)) dimensions.add(dimension);
     if (byName.has(template.name)) throw new ConfigError(`duplicate tool name: ${template.name}`);
     const inputSchema = jsonSchema(template.input, 'input') as Tool['inputSchema'];
+    assertDateInputs(
+      `template ${template.name}`,
+      template.input,
+      (inputSchema.properties ?? {}) as Record<string, Record<string, unknown>>,
+      template.examples,
+    );
     if ('compare_to' in (inputSchema.properties ?? {}) !== (template.compare !== undefined)) {
       throw new ConfigError(
         `template ${template.name}: a template that takes compare_to must declare compare(), and one that declares compare() must take compare_to`,
@@ -338,6 +366,7 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
     if (!TOOL_NAME.test(report.name)) throw new ConfigError(`${where}: name must be snake_case verb_noun`);
     if (byName.has(report.name) || reports.has(report.name))
       throw new ConfigError(`duplicate tool name: ${report.name}`);
+    if (typeof report.description !== 'string') throw new ConfigError(`${where}: description is missing; give it one`);
     if (report.description.trim().length < 40) throw new ConfigError(`${where}: description is too short to choose by`);
     for (const used of report.uses) {
       if (byName.get(used.name)?.template !== used) {
@@ -691,10 +720,26 @@ async function lookUpJob(
 
 function assertTemplate(t: AnyTemplate): void {
   const where = `template ${t.name}`;
-  if (!TOOL_NAME.test(t.name)) throw new ConfigError(`${where}: name must be snake_case verb_noun`);
+  if (typeof t.name !== 'string' || !TOOL_NAME.test(t.name)) {
+    throw new ConfigError(`${where}: name must be snake_case verb_noun`);
+  }
+  for (const field of ['title', 'description'] as const) {
+    if (typeof t[field] !== 'string') {
+      throw new ConfigError(`${where}: ${field} is missing; give it one: a text for a model choosing the tool`);
+    }
+  }
   if (t.title.trim() === '') throw new ConfigError(`${where}: title is empty`);
   if (t.description.trim().length < 40) throw new ConfigError(`${where}: description is too short to choose by`);
-  if (Object.keys(t.columns).length === 0) throw new ConfigError(`${where}: declares no columns`);
+  if (typeof t.columns !== 'object' || t.columns === null || Object.keys(t.columns).length === 0) {
+    throw new ConfigError(`${where}: declares no columns`);
+  }
+  for (const [alias, column] of Object.entries(t.columns) as [string, unknown][]) {
+    if (typeof column !== 'object' || column === null) {
+      throw new ConfigError(
+        `${where}: column ${alias} is declared as ${quote(column)}; declare it as { type, source, treatment }, e.g. ${alias}: { type: 'text', source: 'computed', treatment: ${typeof column === 'string' ? quote(column).replaceAll('"', "'") : "'plain'"} }`,
+      );
+    }
+  }
   if (typeof t.personal !== 'object' || t.personal === null) {
     throw new ConfigError(`${where}: has no personal-column declarations; write it with its pack's templateKit`);
   }
@@ -838,6 +883,23 @@ function* checkedCalls(template: AnyTemplate): Generator<CheckedCall> {
   }
 }
 
+/**
+ * A start-up check's call of a template's builder: what the builder throws (a TypeError of a helper
+ * called with arguments its schema let through, say) becomes a one-line refusal naming the call.
+ */
+function startupQuery<T>(template: AnyTemplate, build: () => T, branch: string): T {
+  try {
+    return build();
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    const reason = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+    throw new ConfigError(
+      `template ${template.name}: query() throws ${JSON.stringify(reason.slice(0, 200))} ${branch}; ` +
+        'every call its input schema accepts must build: refuse the others in the schema (dates through dateRangeFields with .superRefine(checkDateRange, DATE_RANGE_ALWAYS))',
+    );
+  }
+}
+
 /** The declared personal column a selected source is, if any ("table.column" matches it in any schema). */
 function personalSource(
   personal: PersonalColumns,
@@ -868,7 +930,7 @@ function assertSelections(template: AnyTemplate): void {
   const compiler = createCompiler();
   const declared = Object.keys(template.columns).sort();
   for (const { args, ctx, branch } of checkedCalls(template)) {
-    const capped = template.query(compiler, args, ctx).limit(1);
+    const capped = startupQuery(template, () => template.query(compiler, args, ctx).limit(1), branch);
     // The operation tree is all the check reads: skip writing the SQL text when the builder can.
     const query =
       'toOperationNode' in capped ? (capped as OperationNodeSource).toOperationNode() : capped.compile().query;
@@ -921,9 +983,15 @@ function assertBoundValues(template: AnyTemplate, inputSchema: Tool['inputSchema
     const property = properties[name]!;
     return !('enum' in property) && !('const' in property) && property.type !== 'boolean';
   });
+  // The period reaches the builder as the days it stands for, which the free-value check varies.
+  const enums = Object.keys(properties).flatMap((name) => {
+    const values = properties[name]!.enum;
+    return name !== 'period' && Array.isArray(values) ? [{ name, values: values.filter(isString) }] : [];
+  });
   const compiler = createCompiler();
   for (const { args, ctx, branch } of checkedCalls(template)) {
-    const compile = (values: unknown): CompiledQuery => template.query(compiler, values, ctx).limit(1).compile();
+    const compile = (values: unknown): CompiledQuery =>
+      startupQuery(template, () => template.query(compiler, values, ctx).limit(1).compile(), branch);
     const statement = compile(args);
     const unbound = ctx.dataScope ? unboundScopeValues(statement.parameters, ctx.dataScope) : [];
     if (unbound.length > 0) {
@@ -943,7 +1011,56 @@ function assertBoundValues(template: AnyTemplate, inputSchema: Tool['inputSchema
         );
       }
     }
+    const [field] = splicedEnums(enums, args, statement.sql, (values) => {
+      const { period: _period, ...days } = values;
+      const other = template.input.safeParse(days);
+      return other.success ? compile(other.data).sql : undefined;
+    });
+    if (field !== undefined) {
+      throw new ConfigError(
+        `${where}: argument ${field} (${quote(args[field])}) is written into the SQL text ${branch}; ` +
+          "compare with it as a bind parameter (where(column, '=', args." +
+          field +
+          '), sql`${value}`) or choose a branch of the builder by it, never sql.lit, sql.raw or string concatenation',
+      );
+    }
   }
+}
+
+const isString = (value: unknown): value is string => typeof value === 'string';
+
+/**
+ * The enum arguments whose value is written into a statement's text rather than bound: the value as
+ * a quoted literal (what sql.lit writes), or a text that, with the value replaced by another of the
+ * enum's, is exactly the other value's statement (what sql.raw or concatenation writes). A branch the
+ * builder chooses by the value writes other SQL, never the value itself.
+ */
+function splicedEnums(
+  enums: readonly { name: string; values: readonly string[] }[],
+  args: Record<string, unknown>,
+  sql: string,
+  sqlOf: (args: Record<string, unknown>) => string | undefined,
+): string[] {
+  const spliced: string[] = [];
+  for (const { name, values } of enums) {
+    const value = args[name];
+    if (!isString(value) || value === '') continue;
+    if (sql.includes(`'${value.replaceAll("'", "''")}'`)) {
+      spliced.push(name);
+      continue;
+    }
+    const word = new RegExp(`(?<![\\w$"])${value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![\\w$"])`, 'g');
+    if (sql.replace(word, '') === sql) continue;
+    for (const other of values) {
+      if (other === value) continue;
+      const otherSql = sqlOf({ ...args, [name]: other });
+      if (otherSql !== undefined && otherSql !== sql && sql.replace(word, () => other) === otherSql) {
+        spliced.push(name);
+        break;
+      }
+    }
+  }
+  return spliced;
 }
 
 /** The arguments with one freely chosen value changed at a time: dates a week later, numbers by one, text by a letter. */

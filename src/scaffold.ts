@@ -158,8 +158,9 @@ export const ${exportName} = defineTemplate({
   // Every column the query selects, by its alias, with its type (text, integer, number, money, date,
   // timestamp), its source (the "schema.view.column" it is computed from, a list of them, or 'computed'
   // when no personal column is among them) and its treatment: 'plain' for a column no personal column
-  // is behind; for one of the pack's PERSONAL_COLUMNS its mask (mask_email, mask_phone, initials,
-  // token) or 'drop'; { bucket: [...] } for an amount returned as a range; 'distinct_people' for a
+  // is behind (one of the pack's NOT_PERSONAL_COLUMNS, or computed from them); for one of the pack's
+  // PERSONAL_COLUMNS its mask (mask_email, mask_phone, initials, token) or 'drop'. A column the reader
+  // reads that is in neither list stops the server: classify every column of a view you add; { bucket: [...] } for an amount returned as a range; 'distinct_people' for a
   // count(distinct <a personal id>) of a grouped row, so that groups of too few people are left out.
   columns: {
     todo: { type: 'integer', source: 'computed', treatment: 'plain' },

@@ -6,9 +6,9 @@ import pg from 'pg';
 import { widestArguments } from '../lib/widest-arguments.js';
 import type { Pack, PersonalColumn } from '../pack.js';
 import { ConfigError } from '../errors.js';
-import { createRegistry, type QueryContext } from '../registry.js';
+import { createRegistry, hiddenByDataScope, type QueryContext, type Registry } from '../registry.js';
 import type { ReaderDatabase } from './connect.js';
-import { personalDataChecks } from './personal-data-checks.js';
+import { classificationChecks, personalDataChecks } from './personal-data-checks.js';
 import { JOB_SCHEMA } from './job-role.js';
 import { READER_TEMP_FILE_LIMIT } from './reader-role.js';
 
@@ -46,6 +46,11 @@ export interface ReaderScope {
   readonly schemas: readonly string[];
   /** The declared personal columns ("schema.table.column") whose raw data the reader must not reach. */
   readonly personal: Readonly<Record<string, PersonalColumn>>;
+  /**
+   * The columns ("schema.table.column") the packs declare as not personal: with `personal`, every
+   * column the reader can read in `schemas`; a readable column in neither fails (none when unset).
+   */
+  readonly notPersonal?: readonly string[];
 }
 
 /** The scope of a server that serves these packs. */
@@ -53,6 +58,7 @@ export function readerScopeOf(packs: readonly Pack[]): ReaderScope {
   return {
     schemas: [...new Set(packs.flatMap((p) => p.readerSchemas))],
     personal: Object.assign({}, ...packs.map((p) => p.personalColumns)) as Record<string, PersonalColumn>,
+    notPersonal: packs.flatMap((p) => p.notPersonalColumns ?? []),
   };
 }
 
@@ -235,6 +241,7 @@ async function runChecks(client: pg.Client, scope: ReaderScope): Promise<SafetyC
   checks.push(...(await checkOtherDatabases(client, role)));
 
   checks.push(...(await personalDataChecks(client, role, scope.personal)));
+  checks.push(...(await classificationChecks(client, scope)));
 
   const setting = async (name: string): Promise<string> =>
     (await client.query<{ value: string }>('select current_setting($1) as value', [name])).rows[0]!.value;
@@ -655,6 +662,35 @@ export function templatesCheck(packs: readonly Pack[]): SafetyCheck {
       fix: 'change the template as the message says; serve refuses it until then',
     };
   }
+}
+
+/**
+ * What each declared data-scope dimension hides from a caller scoped on it: the tools that do not
+ * apply it, and the reports (and their jobs) that run one of them. A warning when it hides any, since
+ * nothing tells a scoped caller, or its operator, that they are missing.
+ */
+export function dataScopeChecks(packs: readonly Pack[]): SafetyCheck[] {
+  return packs.flatMap((pack) => {
+    if ((pack.dataScope ?? []).length === 0) return [];
+    let registry: Registry;
+    try {
+      registry = createRegistry(pack.templates, { reports: pack.reports ?? [], jobs: true });
+    } catch (err) {
+      if (err instanceof ConfigError) return []; // templatesCheck fails it with the message
+      throw err;
+    }
+    return [...hiddenByDataScope(registry)].map(([dimension, tools]): SafetyCheck => {
+      const name = `data scope ${dimension} (pack ${pack.name}) hides no tool from a caller scoped on it`;
+      if (tools.length === 0) return { name, ok: true };
+      return {
+        name,
+        ok: true,
+        warning: true,
+        detail: `hides ${tools.join(', ')}`,
+        fix: `apply ${dimension} in each template a scoped caller should see (dataScope: ['${dimension}'], binding ctx.dataScope); a report is hidden while one of its templates is`,
+      };
+    });
+  });
 }
 
 /** A plan that failed, or costs more than its pack allows. */

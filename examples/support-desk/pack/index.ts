@@ -7,7 +7,7 @@ import type pg from 'pg';
 import { definePack } from '../../../src/pack.js';
 import { migrations } from '../migrations/index.js';
 import { templates } from '../queries/index.js';
-import { PERSONAL_COLUMNS } from './schema.js';
+import { NOT_PERSONAL_COLUMNS, PERSONAL_COLUMNS } from './schema.js';
 import { DEFAULT_SEED_TICKETS, seedSupportDesk } from './seed.js';
 
 export const supportDeskPack = definePack({
@@ -19,6 +19,7 @@ export const supportDeskPack = definePack({
   ].join(' '),
   readerSchemas: ['support_reporting'],
   personalColumns: PERSONAL_COLUMNS,
+  notPersonalColumns: NOT_PERSONAL_COLUMNS,
   templates,
   migrations,
   seed: {

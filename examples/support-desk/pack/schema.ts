@@ -5,7 +5,7 @@
  * `support`; the views already mask it at the source, and the server masks every personal column
  * again on the way out, as PERSONAL_COLUMNS declares.
  */
-import type { PersonalColumns } from '../../../src/pack.js';
+import type { NotPersonalColumns, PersonalColumns } from '../../../src/pack.js';
 import type { DB } from './schema.generated.js';
 
 export type SupportDatabase = DB;
@@ -28,3 +28,16 @@ export const PERSONAL_COLUMNS: PersonalColumns<SupportDatabase> = {
   'support_reporting.requesters.email_masked': { kind: 'email' },
   'support_reporting.requesters.phone_last4': { kind: 'phone' },
 };
+
+/**
+ * Every other column the reader reads: nothing personal. With PERSONAL_COLUMNS it names every column
+ * of support_reporting; a column added to a view and left out of both stops the server at start-up.
+ */
+export const NOT_PERSONAL_COLUMNS: NotPersonalColumns<SupportDatabase> = [
+  'support_reporting.teams.name',
+  'support_reporting.tickets.created_at',
+  'support_reporting.tickets.first_response_at',
+  'support_reporting.tickets.priority',
+  'support_reporting.tickets.resolved_at',
+  'support_reporting.tickets.status',
+];
