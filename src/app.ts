@@ -269,6 +269,8 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
         ...(await checkReaderSafety(readerUrl, scope)),
         ...(database.jobsUrl === undefined ? [] : await checkJobRoleSafety(database.jobsUrl, scope)),
       ];
+      // The checks' plain connection is not the pool's: a pooler may refuse the pool's startup parameters.
+      await reader.execute({ sql: 'select 1', parameters: [] });
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
       logger.warn('database unavailable; calls fail until it answers', {
