@@ -8,6 +8,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectReader } from '../src/db/connect.js';
+import { READER_CONNECTION_CHECK } from '../src/db/doctor.js';
 import { silentLogger } from '../src/logger.js';
 import { runCli, startCli, type RunningCli } from './support/cli.js';
 import { checkNamed, parseChecks } from './support/doctor-report.js';
@@ -192,4 +193,84 @@ describe('through PgBouncer', () => {
     },
     60_000,
   );
+
+  it('19.6.4 behind PgBouncer in session mode without ignore_startup_parameters, doctor says the connection failed and serve is not ready', async () => {
+    const strict = await startPgBouncer({
+      upstreamPort: cluster.primaryPort,
+      mode: 'session',
+      poolSize: 4,
+      users: [cluster.primary.readerUrl],
+    });
+    const url = strict.through(cluster.primary.readerUrl);
+    const password = decodeURIComponent(new URL(cluster.primary.readerUrl).password);
+    try {
+      const doctor = await runCli(['doctor'], { DATABASE_URL: url });
+      expect(doctor.code).toBe(1);
+      const check = checkNamed(parseChecks(doctor.stdout), READER_CONNECTION_CHECK);
+      expect(check.status).toBe('FAIL');
+      expect(check.detail).toMatch(/unsupported startup parameter/);
+      expect(check.fix).toMatch(/ignore_startup_parameters/);
+      expect(doctor.stdout).toMatch(/^CONNECTION FAILED: /m);
+      expect(doctor.stdout).not.toMatch(/UNSAFE/);
+      // The role's own checks pass: only the connection is blamed.
+      expect(parseChecks(doctor.stdout).filter((c) => c.status === 'FAIL')).toHaveLength(1);
+      expect(doctor.stdout + doctor.stderr).not.toContain(password);
+
+      const { cli, url: mcp } = await serve(url);
+      try {
+        const serving = JSON.parse((await cli.waitForLog(/^\{.*"msg":"serving".*\}$/m))[0]) as { ready: boolean };
+        expect(serving.ready).toBe(false);
+        expect(cli.stderr()).toMatch(
+          /"msg":"database unavailable; calls fail until it answers".*unsupported startup parameter/,
+        );
+        expect(cli.stderr()).not.toContain(password);
+        const readyz = await fetch(new URL('/readyz', mcp));
+        expect(readyz.status).toBe(503);
+      } finally {
+        await cli.stop();
+      }
+    } finally {
+      await strict.stop();
+    }
+  }, 60_000);
+
+  it("19.6.6 a call that waits for the pooler's only server connection is told busy with a retry hint, not timed out", async () => {
+    const one = await startPgBouncer({
+      upstreamPort: cluster.primaryPort,
+      mode: 'transaction',
+      poolSize: 1,
+      users: [cluster.primary.readerUrl],
+      ignoreStartupParameters: IGNORE,
+    });
+    const url = one.through(cluster.primary.readerUrl);
+    const { cli, url: mcp } = await serve(url, { QUERYGATE_STATEMENT_TIMEOUT_MS: '1000' });
+    const holder = new pg.Client({ connectionString: url });
+    try {
+      const serving = JSON.parse((await cli.waitForLog(/^\{.*"msg":"serving".*\}$/m))[0]) as { ready: boolean };
+      expect(serving.ready).toBe(true);
+      const client = await mcpClient(mcp);
+      const args = ranges[0]!;
+      // Another client holds the pooler's one server connection in a transaction.
+      await holder.connect();
+      await holder.query('begin');
+      await holder.query('select 1');
+      const waited = (await client.callTool({ name: 'query_order_count', arguments: args })) as CallToolResult;
+      expect(waited.isError).toBe(true);
+      const text = (waited.content as { text: string }[])[0]!.text;
+      expect(text).toMatch(/\(code: busy,/);
+      expect(text).toMatch(/Retry in \d+ second/);
+      expect(text).not.toMatch(/timed out|narrower/);
+      await holder.query('commit');
+      const answered = (await client.callTool({ name: 'query_order_count', arguments: args })) as CallToolResult;
+      expect(answered.isError).toBeFalsy();
+      expect((answered.structuredContent as { order_count: number }).order_count).toBe(
+        await ordersBetween(args.start_date, args.end_date),
+      );
+      await client.close();
+    } finally {
+      await holder.end().catch(() => undefined);
+      await cli.stop();
+      await one.stop();
+    }
+  }, 60_000);
 });
