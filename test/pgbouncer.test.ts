@@ -273,4 +273,22 @@ describe('through PgBouncer', () => {
       await one.stop();
     }
   }, 60_000);
+
+  it('19.6.6 a call that waits for a connection of a full reader pool is busy, not database_unavailable', async () => {
+    const reader = connectReader(cluster.primary.readerUrl, { statementTimeoutMs: 1000, poolMax: 1 }, silentLogger);
+    const held = await reader.pool.connect();
+    let released = false;
+    try {
+      await expect(reader.execute({ sql: 'select 1', parameters: [] })).rejects.toMatchObject({
+        name: 'InfraError',
+        code: 'busy',
+      });
+      held.release();
+      released = true;
+      expect((await reader.execute({ sql: 'select 1', parameters: [] })).rows).toEqual([['1']]);
+    } finally {
+      if (!released) held.release();
+      await reader.close();
+    }
+  }, 30_000);
 });
