@@ -254,6 +254,7 @@ async function serve(
           maxBodyBytes: 1 << 20,
           isReady: () => app.probeReady(),
           jobStore: () => app.probeJobStore(),
+          replicaLag: () => app.probeReplicaLag(),
           metrics: app.metrics,
           sessionKey: app.sessionKey,
         },

@@ -93,4 +93,83 @@ describe('a hot standby as the reader', () => {
       await cli.stop();
     }
   }, 60_000);
+
+  it('19.6.2 with replay paused while the primary takes orders: answers carry the replayed commit time and data_stale, /readyz and /metrics report the lag, unready past the bound', async () => {
+    const standby = new pg.Client({ connectionString: cluster.standbyAdminUrl });
+    await standby.connect();
+    const cli = startCli(['serve', '--http', '--port', '0'], {
+      DATABASE_URL: standbyReaderUrl,
+      QUERYGATE_MAX_REPLICA_LAG_SECONDS: '2',
+    });
+    try {
+      const url = new URL((await cli.waitForLog(LISTEN))[1]!);
+      const client = new Client({ name: 'standby-lag-test', version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(url));
+      const call = async (): Promise<{ order_count: number; data_as_of: string; data_stale?: boolean }> => {
+        const result = (await client.callTool({ name: 'query_order_count', arguments: RANGE })) as CallToolResult;
+        expect(result.isError, JSON.stringify(result.content)).toBeFalsy();
+        return result.structuredContent as { order_count: number; data_as_of: string; data_stale?: boolean };
+      };
+      const readyz = async (): Promise<{ status: number; body: { replica_lag_seconds?: number | null } }> => {
+        const res = await fetch(new URL('/readyz', url));
+        return { status: res.status, body: (await res.json()) as { replica_lag_seconds?: number | null } };
+      };
+      await eventually('the caught-up standby to be ready', async () => (await readyz()).status === 200);
+
+      await standby.query('select pg_wal_replay_pause()');
+      await eventually(
+        'replay to pause',
+        async () => (await standby.query(`select pg_get_wal_replay_pause_state() = 'paused' as p`)).rows[0].p,
+      );
+      await addOrders(50);
+      // The standby has received the new orders' WAL and not replayed it.
+      await eventually(
+        'the standby to receive WAL it does not replay',
+        async () =>
+          (await standby.query('select pg_last_wal_receive_lsn() > pg_last_wal_replay_lsn() as behind')).rows[0].behind,
+      );
+      const { rows } = await standby.query<{ replayed: number; lag: number; n: number }>(
+        `select extract(epoch from pg_last_xact_replay_timestamp())::float8 as replayed,
+                extract(epoch from clock_timestamp() - pg_last_xact_replay_timestamp())::float8 as lag,
+                (select count(*)::int from sales.orders where ordered_at >= $1::date and ordered_at < $2::date + 1) as n`,
+        [RANGE.start_date, RANGE.end_date],
+      );
+      const replayedAt = new Date(rows[0]!.replayed * 1000).toISOString();
+      const primary = await primaryCount();
+      expect(rows[0]!.n).toBe(primary - 50);
+      // Past the bound once the last replayed commit is more than 2 s old (it never gets younger while paused).
+      await eventually('the replayed commit to be 2 s old', async () => {
+        const age = await standby.query<{ age: number }>(
+          'select extract(epoch from clock_timestamp() - pg_last_xact_replay_timestamp())::float8 as age',
+        );
+        return age.rows[0]!.age > 2;
+      });
+
+      const behind = await call();
+      expect(behind.order_count).toBe(primary - 50);
+      expect(behind.data_as_of).toBe(replayedAt);
+      expect(behind.data_stale).toBe(true);
+      const unready = await eventually('/readyz to say not ready', async () => {
+        const r = await readyz();
+        return r.status === 503 ? r : undefined;
+      });
+      expect(unready.body.replica_lag_seconds).toBeGreaterThan(2);
+      const metrics = await (await fetch(new URL('/metrics', url))).text();
+      const sample = /^querygate_replica_lag_seconds (\S+)$/m.exec(metrics);
+      expect(sample, metrics).not.toBeNull();
+      expect(Number(sample![1])).toBeGreaterThan(2);
+
+      await standby.query('select pg_wal_replay_resume()');
+      await eventually('the standby to replay the new orders', async () => (await call()).order_count === primary);
+      const caughtUp = await call();
+      expect(caughtUp.data_stale).toBeUndefined();
+      expect(caughtUp.data_as_of > replayedAt).toBe(true);
+      await eventually('/readyz to say ready again', async () => (await readyz()).status === 200);
+      await client.close();
+    } finally {
+      await standby.query('select pg_wal_replay_resume()').catch(() => undefined);
+      await standby.end();
+      await cli.stop();
+    }
+  }, 90_000);
 });

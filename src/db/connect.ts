@@ -15,12 +15,15 @@ import { InfraError } from '../errors.js';
 import { memoize } from '../lib/memo.js';
 import type { Logger } from '../logger.js';
 import { isBehindPooler } from './pooler.js';
+import { readFreshness, type ReplicaFreshness } from './replica-lag.js';
 
 export interface ReaderOptions {
   readonly statementTimeoutMs: number;
   readonly poolMax: number;
   /** Shown in pg_stat_activity; defaults to "querygate". */
   readonly applicationName?: string;
+  /** On a hot standby: the replay lag past which answers are stale (see replica-lag.ts); undefined: no bound. */
+  readonly maxReplicaLagSeconds?: number | undefined;
 }
 
 /** SQL text and its bind parameters, as Kysely's compile() gives them. */
@@ -34,6 +37,8 @@ export type Statement = Pick<CompiledQuery, 'sql' | 'parameters'>;
 export interface RawResult {
   readonly columns: readonly string[];
   readonly rows: readonly (readonly (string | null)[])[];
+  /** On a hot standby: how fresh the data is, read just before the statement (replay only moves forward). */
+  readonly freshness?: ReplicaFreshness;
 }
 
 export interface ReaderDatabase {
@@ -87,6 +92,12 @@ export function connectReader(url: string, options: ReaderOptions, logger: Logge
       '-c default_transaction_read_only=on -c plan_cache_mode=force_custom_plan -c TimeZone=UTC -c DateStyle=ISO,MDY',
     // Once per connection, not per call: a pool connection that fails it is closed and never used.
     onConnect: async (client) => {
+      // A standby is known per connection, and only its calls pay a query for their freshness.
+      if ((await client.query<{ standby: boolean }>('select pg_is_in_recovery() as standby')).rows[0]!.standby) {
+        if (!standbyLogged) logger.info('the reader reads a hot standby: answers say how fresh its data is');
+        standbyLogged = true;
+        standbys.add(client);
+      }
       if (!(await isBehindPooler(client))) return enforceLimits(client, limits, logger);
       pooled.add(client);
       if (!poolerLogged)
@@ -95,7 +106,9 @@ export function connectReader(url: string, options: ReaderOptions, logger: Logge
     },
   };
   const pooled = new WeakSet<pg.ClientBase>();
+  const standbys = new WeakSet<pg.ClientBase>();
   let poolerLogged = false;
+  let standbyLogged = false;
   const beginPooled = pooledBegin(limits);
   const pool = new pg.Pool(config);
   // An idle connection that dies (database restart) must not crash the server.
@@ -132,6 +145,7 @@ export function connectReader(url: string, options: ReaderOptions, logger: Logge
             });
           inTransaction = true;
         }
+        const freshness = standbys.has(client) ? await readFreshness(client, options.maxReplicaLagSeconds) : undefined;
         // Named, so each connection parses and plans a statement once and then only binds and runs it;
         // unnamed through a pooler, where a name would outlive the call on a shared server connection.
         const result = await client.query<(string | null)[]>({
@@ -146,7 +160,11 @@ export function connectReader(url: string, options: ReaderOptions, logger: Logge
         // A cancel request is asynchronous: a connection it was sent for is not reused, so that it
         // cannot hit the next caller's query.
         client.release(cancelled ? true : undefined);
-        return { columns: result.fields.map((field) => field.name), rows: result.rows };
+        return {
+          columns: result.fields.map((field) => field.name),
+          rows: result.rows,
+          ...(freshness ? { freshness } : {}),
+        };
       } catch (err) {
         // A connection that failed mid-query is not trusted again; one left in a transaction is rolled back first.
         const rolledBack =
