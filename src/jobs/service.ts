@@ -104,6 +104,23 @@ export interface JobServiceOptions {
   readonly ready?: () => boolean;
 }
 
+/** Failures a later run can get past (the reader down or restarting, or a full pool): retried, not recorded. */
+const TRANSIENT_CODES: ReadonlySet<string> = new Set(['database_unavailable', 'busy']);
+const FIRST_RETRY_MS = 250;
+const LONGEST_RETRY_MS = 4000;
+
+/** Waits `ms`, or less when `signal` aborts. */
+const pause = (ms: number, signal: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+
 export function startJobService(options: JobServiceOptions): JobService {
   const { store, settings, logger } = options;
   // One name per process: a claim, a heartbeat and an ending each say which replica holds the job.
@@ -137,6 +154,9 @@ export function startJobService(options: JobServiceOptions): JobService {
         else if (held.cancelRequested) stopRun(job.id, 'cancelled');
       }));
     const timer = setInterval(() => void beat(run.progress ? { progress: run.progress } : {}), heartbeatMs);
+    // A transient failure is retried with backoff for up to one lease, the heartbeat holding the job meanwhile.
+    const retryUntil = Date.now() + leaseMs;
+    let retryMs = FIRST_RETRY_MS;
     try {
       for (;;) {
         await beat({ running: true });
@@ -152,6 +172,17 @@ export function startJobService(options: JobServiceOptions): JobService {
         if (ending.outcome === 'refused' && !run.stop) {
           // No room on this replica's pool right now: the job waits its turn, its lease kept.
           await new Promise((resolve) => setTimeout(resolve, (ending.retryAfterSeconds ?? 1) * 1000));
+          continue;
+        }
+        if (
+          ending.outcome === 'failed' &&
+          TRANSIENT_CODES.has(ending.code ?? '') &&
+          !run.stop &&
+          Date.now() + retryMs < retryUntil
+        ) {
+          logger.info('job run failed for now; retrying', { job_id: job.id, code: ending.code, retry_in_ms: retryMs });
+          await pause(retryMs, run.abort.signal);
+          retryMs = Math.min(retryMs * 2, LONGEST_RETRY_MS);
           continue;
         }
         clearInterval(timer);
