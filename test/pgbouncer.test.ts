@@ -13,6 +13,7 @@ import { silentLogger } from '../src/logger.js';
 import { runCli, startCli, type RunningCli } from './support/cli.js';
 import { checkNamed, parseChecks } from './support/doctor-report.js';
 import { startPgBouncer, startScratchCluster, type PgBouncer, type ScratchCluster } from './support/peers.js';
+import { eventually } from './support/scratch.js';
 
 const LISTEN = /listening on (http:\/\/[^"\s]+\/mcp)/;
 const IGNORE = 'statement_timeout, idle_in_transaction_session_timeout, options';
@@ -291,4 +292,64 @@ describe('through PgBouncer', () => {
       await reader.close();
     }
   }, 30_000);
+
+  it('19.6.5 with the job role through a transaction-mode pooler, serve says at start-up that cancels arrive with the heartbeat, and jobs still run', async () => {
+    const both = await startPgBouncer({
+      upstreamPort: cluster.primaryPort,
+      mode: 'transaction',
+      poolSize: 4,
+      users: [cluster.primary.readerUrl, cluster.primary.jobsUrl],
+      ignoreStartupParameters: IGNORE,
+    });
+    const { cli, url } = await serve(both.through(cluster.primary.readerUrl), {
+      QUERYGATE_JOBS_URL: both.through(cluster.primary.jobsUrl),
+    });
+    try {
+      await cli.waitForLog(/LISTEN cannot hear: cancels will arrive with the heartbeat/);
+      const client = await mcpClient(url);
+      const submitted = (await client.callTool({
+        name: 'submit_trend_report',
+        arguments: { weeks: 4, through_week: '2025-W24' },
+      })) as CallToolResult;
+      expect(submitted.isError, JSON.stringify(submitted.content)).toBeFalsy();
+      const jobId = (submitted.structuredContent as { job_id: string }).job_id;
+      const state = await eventually('the job to end', async () => {
+        const polled = (await client.callTool({
+          name: 'get_report_job',
+          arguments: { job_id: jobId },
+        })) as CallToolResult;
+        const job = polled.structuredContent as { state: string };
+        return ['completed', 'failed', 'cancelled'].includes(job.state) ? job.state : undefined;
+      });
+      expect(state).toBe('completed');
+      await client.close();
+    } finally {
+      await cli.stop();
+      await both.stop();
+    }
+  }, 60_000);
+
+  it('19.6.5 with the job role directly connected, serve listens for cancels and says nothing of the heartbeat', async () => {
+    const { cli } = await serve(transaction.through(cluster.primary.readerUrl), {
+      QUERYGATE_JOBS_URL: cluster.primary.jobsUrl,
+    });
+    try {
+      await cli.waitForLog(/"msg":"serving"/);
+      const admin = new pg.Client({ connectionString: cluster.primary.adminUrl });
+      await admin.connect();
+      try {
+        await eventually('the job role to LISTEN', async () => {
+          const { rows } = await admin.query<{ n: number }>(
+            `select count(*)::int as n from pg_stat_activity where application_name = 'querygate-jobs-listen' and query ilike 'listen %'`,
+          );
+          return rows[0]!.n > 0;
+        });
+      } finally {
+        await admin.end();
+      }
+      expect(cli.stderr()).not.toMatch(/LISTEN cannot hear/);
+    } finally {
+      await cli.stop();
+    }
+  }, 60_000);
 });

@@ -9,6 +9,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import pg from 'pg';
+import { findPooler } from '../db/pooler.js';
 import type { Logger } from '../logger.js';
 import type { CallDeps, Caller, Registry } from '../registry.js';
 import {
@@ -264,9 +265,11 @@ export function startJobService(options: JobServiceOptions): JobService {
 
   // Cancels announced by any replica reach the one running the job at once.
   let listener: pg.Client | undefined;
+  const openListener = (): pg.Client =>
+    new pg.Client({ connectionString: options.url, application_name: 'querygate-jobs-listen' });
   const listen = async (): Promise<void> => {
     if (closed) return;
-    const client = new pg.Client({ connectionString: options.url, application_name: 'querygate-jobs-listen' });
+    const client = openListener();
     client.on('notification', (message) => {
       if (message.channel === CANCEL_CHANNEL && message.payload) stopRun(message.payload, 'cancelled');
     });
@@ -277,6 +280,20 @@ export function startJobService(options: JobServiceOptions): JobService {
       setTimeout(() => void listen().catch(() => undefined), 1000).unref();
     });
     await client.connect();
+    // Behind a pooler in transaction mode a LISTEN is made on a server connection the next client gets:
+    // the notifications never come back here (PgBouncer drops them). Said once, and not attempted.
+    const pooler = await findPooler(client, async () => {
+      const second = openListener();
+      await second.connect();
+      return second;
+    });
+    if (pooler.pooled && pooler.mode === 'transaction') {
+      logger.warn(
+        'the job role connects through a pooler in transaction mode, where LISTEN cannot hear: cancels will arrive with the heartbeat (within about a second) instead of at once; give QUERYGATE_JOBS_URL a direct or session-mode connection to hear them at once',
+      );
+      await client.end();
+      return;
+    }
     await client.query(`listen ${CANCEL_CHANNEL}`);
     listener = client;
     if (closed) await client.end();
