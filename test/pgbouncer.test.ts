@@ -276,22 +276,33 @@ describe('through PgBouncer', () => {
   }, 60_000);
 
   it('19.6.6 a call that waits for a connection of a full reader pool is busy, not database_unavailable', async () => {
-    const reader = connectReader(cluster.primary.readerUrl, { statementTimeoutMs: 1000, poolMax: 1 }, silentLogger);
-    const held = await reader.pool.connect();
-    let released = false;
+    const reader = connectReader(cluster.primary.readerUrl, { statementTimeoutMs: 60_000, poolMax: 1 }, silentLogger);
+    // A call holds the pool's only connection until it is cancelled.
+    const holding = new AbortController();
+    const held = reader.execute({ sql: 'select pg_sleep(30)', parameters: [] }, holding.signal).catch((err) => err);
     try {
+      await eventually('the holding call to run', async () => {
+        const admin = new pg.Client({ connectionString: cluster.primary.adminUrl });
+        await admin.connect();
+        try {
+          const { rows } = await admin.query(
+            `select 1 from pg_stat_activity where query = 'select pg_sleep(30)' and state = 'active'`,
+          );
+          return rows.length === 1;
+        } finally {
+          await admin.end();
+        }
+      });
       await expect(reader.execute({ sql: 'select 1', parameters: [] })).rejects.toMatchObject({
         name: 'InfraError',
         code: 'busy',
       });
-      held.release();
-      released = true;
-      expect((await reader.execute({ sql: 'select 1', parameters: [] })).rows).toEqual([['1']]);
     } finally {
-      if (!released) held.release();
+      holding.abort();
+      await held;
       await reader.close();
     }
-  }, 30_000);
+  }, 60_000);
 
   it('19.6.5 with the job role through a transaction-mode pooler, serve says at start-up that cancels arrive with the heartbeat, and jobs still run', async () => {
     const both = await startPgBouncer({

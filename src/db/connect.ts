@@ -107,6 +107,8 @@ export function connectReader(url: string, options: ReaderOptions, logger: Logge
   };
   const pooled = new WeakSet<pg.ClientBase>();
   const standbys = new WeakSet<pg.ClientBase>();
+  // Connections handed to calls and not yet given back.
+  let checkedOut = 0;
   let poolerLogged = false;
   let standbyLogged = false;
   const beginPooled = pooledBegin(limits);
@@ -123,9 +125,11 @@ export function connectReader(url: string, options: ReaderOptions, logger: Logge
       try {
         client = await pool.connect();
       } catch (err) {
-        // Every connection the pool may open is open and taken: a wait for one, not a slow query.
-        throw pool.totalCount >= options.poolMax ? new InfraError('busy', err) : err;
+        // Every connection the pool may open was open and taken by a call: a wait for one, not a
+        // database that does not answer (connections still being opened would not count here).
+        throw checkedOut >= options.poolMax ? new InfraError('busy', err) : err;
       }
+      checkedOut += 1;
       let cancelled = false;
       const cancel = (): void => {
         cancelled = true;
@@ -141,7 +145,7 @@ export function connectReader(url: string, options: ReaderOptions, logger: Logge
           await client
             .query({ text: beginPooled, query_timeout: options.statementTimeoutMs } as pg.QueryConfig)
             .catch((err: unknown) => {
-              throw isConnectionError(err) && !(err as { code?: unknown }).code ? new InfraError('busy', err) : err;
+              throw err instanceof Error && err.message === 'Query read timeout' ? new InfraError('busy', err) : err;
             });
           inTransaction = true;
         }
@@ -159,6 +163,7 @@ export function connectReader(url: string, options: ReaderOptions, logger: Logge
         inTransaction = false;
         // A cancel request is asynchronous: a connection it was sent for is not reused, so that it
         // cannot hit the next caller's query.
+        checkedOut -= 1;
         client.release(cancelled ? true : undefined);
         return {
           columns: result.fields.map((field) => field.name),
@@ -173,6 +178,7 @@ export function connectReader(url: string, options: ReaderOptions, logger: Logge
             () => true,
             () => false,
           ));
+        checkedOut -= 1;
         client.release(cancelled || !rolledBack || isConnectionError(err) ? true : undefined);
         throw err;
       } finally {
