@@ -102,9 +102,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     timeZone,
     statementTimeoutMs: positiveInt(env, 'QUERYGATE_STATEMENT_TIMEOUT_MS', 5000),
     poolMax: positiveInt(env, 'QUERYGATE_POOL_MAX', 10),
-    maxReplicaLagSeconds: env.QUERYGATE_MAX_REPLICA_LAG_SECONDS?.trim()
-      ? positiveInt(env, 'QUERYGATE_MAX_REPLICA_LAG_SECONDS', 1)
-      : undefined,
+    maxReplicaLagSeconds:
+      nonEmpty(env.QUERYGATE_MAX_REPLICA_LAG_SECONDS) === undefined
+        ? undefined
+        : positiveInt(env, 'QUERYGATE_MAX_REPLICA_LAG_SECONDS', 0),
     tokenKey: nonEmpty(env.QUERYGATE_TOKEN_KEY),
     readerRole,
     readerPassword: nonEmpty(env.QUERYGATE_READER_PASSWORD),
