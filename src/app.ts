@@ -73,6 +73,8 @@ export interface App {
   probeReady(): Promise<boolean>;
   /** For /readyz, beside readiness: whether the job store answers now (undefined without one). */
   probeJobStore(): Promise<'ok' | 'unavailable' | undefined>;
+  /** For /readyz and /metrics: a hot standby's replay lag in seconds, as the probe last found it (undefined on a primary). */
+  probeReplicaLag(): Promise<number | undefined>;
   /** For /metrics: the calls, counted from the audit log, with the reader pool and the job store. */
   readonly metrics: Metrics;
   /**
@@ -276,6 +278,8 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
         ...(await checkReaderSafety(readerUrl, scope)),
         ...(database.jobsUrl === undefined ? [] : await checkJobRoleSafety(database.jobsUrl, scope)),
       ];
+      // The checks' plain connection is not the pool's: a pooler may refuse the pool's startup parameters.
+      await reader.execute({ sql: 'select 1', parameters: [] });
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
       logger.warn('database unavailable; calls fail until it answers', {
@@ -309,7 +313,14 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
   // unauthenticated and must not take connections from tool calls, nor wait behind them.
   const probe = createReadinessProbe(readerUrl, { timeoutMs: PROBE_TIMEOUT_MS }, logger);
   const checkReader = atMostOnceASecond(() => probe.check());
-  const probeReady = async (): Promise<boolean> => ready && (await checkReader());
+  // A standby further behind than QUERYGATE_MAX_REPLICA_LAG_SECONDS is unready: its answers miss recent data.
+  const withinLag = (): boolean => {
+    const lag = probe.lagSeconds();
+    return config.maxReplicaLagSeconds === undefined || lag === undefined || lag <= config.maxReplicaLagSeconds;
+  };
+  const probeReady = async (): Promise<boolean> => ready && (await checkReader()) && withinLag();
+  const probeReplicaLag = async (): Promise<number | undefined> =>
+    (await checkReader()) ? probe.lagSeconds() : undefined;
   // The job store is probed the same way, as the job role: reported beside readiness, not part of
   // it, since every replica shares it and the other tools serve without it.
   const jobsProbe =
@@ -322,6 +333,7 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
 
   const metrics = createMetrics({
     pool: reader.pool,
+    replicaLag: probeReplicaLag,
     ...(jobStore ? { jobs: jobStore } : {}),
     ...(config.metricsToken === undefined ? {} : { token: config.metricsToken }),
     logger,
@@ -386,6 +398,7 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
     packs,
     probeReady,
     probeJobStore,
+    probeReplicaLag,
     metrics,
     drain,
     grants: { toolsets: live.toolsets, scopes: live.scopes },

@@ -19,6 +19,7 @@ import {
   explainPacks,
   formatReport,
   planFails,
+  readerConnectionCheck,
   readerScopeOf,
   templatesCheck,
 } from './db/doctor.js';
@@ -254,6 +255,7 @@ async function serve(
           maxBodyBytes: 1 << 20,
           isReady: () => app.probeReady(),
           jobStore: () => app.probeJobStore(),
+          replicaLag: () => app.probeReplicaLag(),
           metrics: app.metrics,
           sessionKey: app.sessionKey,
         },
@@ -315,7 +317,10 @@ async function doctor(config: Config, packs: readonly Pack[], logger: Logger): P
           ]
         : await checkJobRoleSafety(database.jobsUrl, scope)),
     ];
-    const plans = await explainPacks(reader, packs, { timeZone: config.timeZone }, todayUtc());
+    // The plans run on the server's own reader connection: when it does not open, say so once, not once per plan.
+    const connection = await readerConnectionCheck(reader);
+    checks.push(connection);
+    const plans = connection.ok ? await explainPacks(reader, packs, { timeZone: config.timeZone }, todayUtc()) : [];
     process.stdout.write(`${formatReport(redactUrl(database.readerUrl), checks, plans)}\n`);
     if (checks.some((c) => !c.ok) || plans.some(planFails)) process.exitCode = 1;
   } finally {

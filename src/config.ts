@@ -15,6 +15,8 @@ export interface Config {
   readonly statementTimeoutMs: number;
   /** Largest number of pooled reader connections. */
   readonly poolMax: number;
+  /** On a hot standby: the replay lag, in seconds, past which the server is unready and answers are stale; undefined: no bound. */
+  readonly maxReplicaLagSeconds: number | undefined;
   /** Key of the keyed hash that turns internal ids into opaque tokens. */
   readonly tokenKey: string | undefined;
   /** Name of the read-only role created by the migrations. */
@@ -106,6 +108,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     timeZone,
     statementTimeoutMs: positiveInt(env, 'QUERYGATE_STATEMENT_TIMEOUT_MS', 5000),
     poolMax: positiveInt(env, 'QUERYGATE_POOL_MAX', 10),
+    maxReplicaLagSeconds:
+      nonEmpty(env.QUERYGATE_MAX_REPLICA_LAG_SECONDS) === undefined
+        ? undefined
+        : positiveInt(env, 'QUERYGATE_MAX_REPLICA_LAG_SECONDS', 0),
     tokenKey: nonEmpty(env.QUERYGATE_TOKEN_KEY),
     readerRole,
     readerPassword: nonEmpty(env.QUERYGATE_READER_PASSWORD),

@@ -112,6 +112,8 @@ export function classifyDatabaseError(err: unknown): InfraError {
   if (code === '57014') return new InfraError('timeout', err); // query_canceled: statement_timeout fired
   if (code === '25P03') return new InfraError('timeout', err); // idle_in_transaction_session_timeout
   if (/^Query read timeout$/.test(message)) return new InfraError('timeout', err); // pg's client-side backstop
+  // PgBouncer's refusals when its pools are full: the query never started, so it is a wait, not a slow query.
+  if (/^(query_wait_timeout|no more connections allowed)/.test(message)) return new InfraError('busy', err);
   // Admission control never lets more calls run than the pool has connections, so a pool timeout
   // means a connection could not be opened in time: the database is unreachable.
   if (/timeout exceeded when trying to connect/i.test(message)) return new InfraError('database_unavailable', err);

@@ -50,6 +50,8 @@ export interface MetricsOptions {
   readonly pool: PoolCounts;
   /** The job store, read as the job role; no job series without one. */
   readonly jobs?: JobStore;
+  /** A hot standby's replay lag in seconds (undefined on a primary, or when it does not answer: no sample). */
+  readonly replicaLag?: () => Promise<number | undefined>;
   readonly token?: string;
   readonly logger: Logger;
 }
@@ -110,6 +112,20 @@ export function createMetrics(options: MetricsOptions): Metrics {
     help: 'Requests waiting for a reader connection.',
     registers,
   });
+
+  if (options.replicaLag) {
+    const replicaLag = options.replicaLag;
+    new Gauge({
+      name: 'querygate_replica_lag_seconds',
+      help: "How far the reader's hot standby is behind its primary (see QUERYGATE_MAX_REPLICA_LAG_SECONDS); absent on a primary.",
+      registers,
+      async collect() {
+        this.reset();
+        const lag = await replicaLag();
+        if (lag !== undefined) this.set(lag);
+      },
+    });
+  }
 
   if (options.jobs) {
     const jobs = options.jobs;

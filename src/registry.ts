@@ -327,6 +327,7 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
     const suppresses = Object.values(template.columns).some((c) => c.treatment === 'distinct_people');
     const output = template.output.extend({
       data_as_of: DATA_AS_OF,
+      data_stale: DATA_STALE,
       // Only a template that applies a data scope is ever served to a scoped caller.
       ...(scopable([template]) ? { data_scope: DATA_SCOPE } : {}),
       ...(suppresses ? { suppressed_groups: SUPPRESSED_GROUPS } : {}),
@@ -1110,7 +1111,15 @@ const SUPPRESSED_GROUPS = z
 const DATA_AS_OF = z
   .string()
   .describe(
-    'How fresh the figures are: every row committed before this instant (ISO 8601, UTC) is in them; on a read replica, subtract its replication lag.',
+    "How fresh the figures are: every row committed before this instant (ISO 8601, UTC) is in them; from a hot standby with WAL left to replay, a tool gives the time of its last replayed commit (a report: subtract the standby's lag).",
+  );
+
+/** Present on a template's answer read from a hot standby further behind its primary than the operator allows. */
+const DATA_STALE = z
+  .literal(true)
+  .optional()
+  .describe(
+    'Present (true) when the figures come from a read replica further behind its primary than the server allows (QUERYGATE_MAX_REPLICA_LAG_SECONDS): recent commits are missing from them.',
   );
 
 /** Added to every result of a scoped caller, so that a model knows its figures cover part of the data. */
@@ -1227,7 +1236,9 @@ async function answer(
   const ctx: QueryContext = { timeZone: deps.ctx.timeZone, ...(scope ? { dataScope: scope } : {}) };
   const cap = Math.min(template.rowLimit?.(args) ?? MAX_ROWS, MAX_ROWS, limit?.maxRows ?? MAX_ROWS);
   // Taken before the statement is sent: its snapshot is later, so it holds every commit made before this instant.
-  const dataAsOf = new Date().toISOString();
+  // On a hot standby, the reader says how fresh its data is (an earlier instant when replay is behind).
+  let dataAsOf = new Date().toISOString();
+  let stale = false;
   const run = async (
     values: Record<string, unknown>,
   ): Promise<{ output: Record<string, unknown>; suppressed: number; rows: number }> => {
@@ -1238,6 +1249,10 @@ async function answer(
       result = await deps.db.execute(statement, signal);
     } catch (err) {
       throw new StatementFailed(err);
+    }
+    if (result.freshness) {
+      if (result.freshness.asOf !== undefined && result.freshness.asOf < dataAsOf) dataAsOf = result.freshness.asOf;
+      stale ||= result.freshness.stale;
     }
     const { rows, suppressed } = shapeRows(entry, result, Math.min(result.rows.length, cap), deps.tokenize);
     const output = template.present(rows, { truncated: result.rows.length > cap }, values, ctx);
@@ -1256,6 +1271,7 @@ async function answer(
   const checked = entry.output.safeParse({
     ...output,
     data_as_of: dataAsOf,
+    ...(stale ? { data_stale: true } : {}),
     ...(scope ? { data_scope: scope } : {}),
     ...(entry.suppresses ? { suppressed_groups: suppressed } : {}),
   });

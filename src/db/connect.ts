@@ -11,14 +11,19 @@ import {
 import { createHash } from 'node:crypto';
 import { connect as connectSocket } from 'node:net';
 import pg from 'pg';
+import { InfraError } from '../errors.js';
 import { memoize } from '../lib/memo.js';
 import type { Logger } from '../logger.js';
+import { isBehindPooler } from './pooler.js';
+import { readFreshness, type ReplicaFreshness } from './replica-lag.js';
 
 export interface ReaderOptions {
   readonly statementTimeoutMs: number;
   readonly poolMax: number;
   /** Shown in pg_stat_activity; defaults to "querygate". */
   readonly applicationName?: string;
+  /** On a hot standby: the replay lag past which answers are stale (see replica-lag.ts); undefined: no bound. */
+  readonly maxReplicaLagSeconds?: number | undefined;
 }
 
 /** SQL text and its bind parameters, as Kysely's compile() gives them. */
@@ -32,6 +37,8 @@ export type Statement = Pick<CompiledQuery, 'sql' | 'parameters'>;
 export interface RawResult {
   readonly columns: readonly string[];
   readonly rows: readonly (readonly (string | null)[])[];
+  /** On a hot standby: how fresh the data is, read just before the statement (replay only moves forward). */
+  readonly freshness?: ReplicaFreshness;
 }
 
 export interface ReaderDatabase {
@@ -58,8 +65,11 @@ export function createCompiler<DB = unknown>(): Kysely<DB> {
 /**
  * A pool of reader connections. Read-only mode and the timeouts are the server's own: sent as startup
  * parameters, then set again and read back on every new connection before its first call, so they
- * hold whatever the role's defaults say and even behind a pooler that drops startup parameters. Each
- * call is a single statement in its own implicit transaction, and that transaction is READ ONLY.
+ * hold whatever the role's defaults say. Each call is a single named statement in its own implicit
+ * transaction, and that transaction is READ ONLY. A connection that reaches PostgreSQL through a
+ * pooler (see pooler.ts) instead runs each call in a READ ONLY transaction of its own that sets the
+ * limits with SET LOCAL, with an unnamed statement: in transaction mode a session setting or a named
+ * statement would stay on a server connection that other clients share (42P05 for the next one).
  */
 export function connectReader(url: string, options: ReaderOptions, logger: Logger): ReaderDatabase {
   const limits: SessionLimits = {
@@ -81,8 +91,27 @@ export function connectReader(url: string, options: ReaderOptions, logger: Logge
     options:
       '-c default_transaction_read_only=on -c plan_cache_mode=force_custom_plan -c TimeZone=UTC -c DateStyle=ISO,MDY',
     // Once per connection, not per call: a pool connection that fails it is closed and never used.
-    onConnect: (client) => enforceLimits(client, limits, logger),
+    onConnect: async (client) => {
+      // A standby is known per connection, and only its calls pay a query for their freshness.
+      if ((await client.query<{ standby: boolean }>('select pg_is_in_recovery() as standby')).rows[0]!.standby) {
+        if (!standbyLogged) logger.info('the reader reads a hot standby: answers say how fresh its data is');
+        standbyLogged = true;
+        standbys.add(client);
+      }
+      if (!(await isBehindPooler(client))) return enforceLimits(client, limits, logger);
+      pooled.add(client);
+      if (!poolerLogged)
+        logger.info('the reader connects through a pooler: each call sets its limits in its own transaction');
+      poolerLogged = true;
+    },
   };
+  const pooled = new WeakSet<pg.ClientBase>();
+  const standbys = new WeakSet<pg.ClientBase>();
+  // Connections handed to calls and not yet given back.
+  let checkedOut = 0;
+  let poolerLogged = false;
+  let standbyLogged = false;
+  const beginPooled = pooledBegin(limits);
   const pool = new pg.Pool(config);
   // An idle connection that dies (database restart) must not crash the server.
   pool.on('error', (err) => logger.warn('idle database connection lost', { message: err.message }));
@@ -92,29 +121,65 @@ export function connectReader(url: string, options: ReaderOptions, logger: Logge
     pool,
     execute: async (query, signal) => {
       signal?.throwIfAborted();
-      const client = await pool.connect();
+      let client: pg.PoolClient;
+      try {
+        client = await pool.connect();
+      } catch (err) {
+        // Every connection the pool may open was open and taken by a call: a wait for one, not a
+        // database that does not answer (connections still being opened would not count here).
+        throw checkedOut >= options.poolMax ? new InfraError('busy', err) : err;
+      }
+      checkedOut += 1;
       let cancelled = false;
       const cancel = (): void => {
         cancelled = true;
         cancelRunningQuery(client, logger);
       };
       signal?.addEventListener('abort', cancel, { once: true });
+      const throughPooler = pooled.has(client);
+      let inTransaction = false;
       try {
-        // Named, so each connection parses and plans a statement once and then only binds and runs it.
+        if (throughPooler) {
+          // The first statement waits for a server connection of the pooler's: one that does not come
+          // within a statement's time is a full pooler (busy), not a slow query.
+          await client
+            .query({ text: beginPooled, query_timeout: options.statementTimeoutMs } as pg.QueryConfig)
+            .catch((err: unknown) => {
+              throw err instanceof Error && err.message === 'Query read timeout' ? new InfraError('busy', err) : err;
+            });
+          inTransaction = true;
+        }
+        const freshness = standbys.has(client) ? await readFreshness(client, options.maxReplicaLagSeconds) : undefined;
+        // Named, so each connection parses and plans a statement once and then only binds and runs it;
+        // unnamed through a pooler, where a name would outlive the call on a shared server connection.
         const result = await client.query<(string | null)[]>({
-          name: statementName(query.sql),
+          ...(throughPooler ? {} : { name: statementName(query.sql) }),
           text: query.sql,
           values: query.parameters as unknown[],
           rowMode: 'array',
           types: RAW_TEXT,
         });
+        if (inTransaction) await client.query('commit');
+        inTransaction = false;
         // A cancel request is asynchronous: a connection it was sent for is not reused, so that it
         // cannot hit the next caller's query.
+        checkedOut -= 1;
         client.release(cancelled ? true : undefined);
-        return { columns: result.fields.map((field) => field.name), rows: result.rows };
+        return {
+          columns: result.fields.map((field) => field.name),
+          rows: result.rows,
+          ...(freshness ? { freshness } : {}),
+        };
       } catch (err) {
-        // A connection that failed mid-query is not trusted again.
-        client.release(cancelled || isConnectionError(err) ? true : undefined);
+        // A connection that failed mid-query is not trusted again; one left in a transaction is rolled back first.
+        const rolledBack =
+          !inTransaction ||
+          (await client.query('rollback').then(
+            () => true,
+            () => false,
+          ));
+        checkedOut -= 1;
+        client.release(cancelled || !rolledBack || isConnectionError(err) ? true : undefined);
         throw err;
       } finally {
         signal?.removeEventListener('abort', cancel);
@@ -162,6 +227,24 @@ async function enforceLimits(client: pg.ClientBase, limits: SessionLimits, logge
   }
 }
 
+/**
+ * The statement that opens a call's transaction behind a pooler, with the limits set for it alone.
+ * The values are the server's configured integers (never a caller's), checked here, since SET takes no parameters.
+ */
+function pooledBegin(limits: SessionLimits): string {
+  const ms = (value: number): number => {
+    if (!Number.isSafeInteger(value) || value <= 0) throw new Error(`not a positive integer timeout: ${value}`);
+    return value;
+  };
+  return [
+    'begin transaction read only',
+    `set local statement_timeout = ${ms(limits.statement_timeout)}`,
+    `set local idle_in_transaction_session_timeout = ${ms(limits.idle_in_transaction_session_timeout)}`,
+    `set local timezone = 'UTC'`,
+    `set local datestyle = 'ISO, MDY'`,
+  ].join('; ');
+}
+
 const TIME_UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, min: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /** A time setting as SHOW prints it ("5s", "1500ms", "2min", "0"), in milliseconds. */
@@ -180,7 +263,8 @@ const statementName = memoize(
 
 /**
  * Anything but an SQL error from a healthy session (a timeout, say) leaves the connection suspect; so
- * do a prepared statement a pooler lost (26000) and one whose result type changed under it (0A000).
+ * do a prepared statement a pooler lost (26000) or already holds from another client (42P05), and one
+ * whose result type changed under it (0A000).
  */
 function isConnectionError(err: unknown): boolean {
   const code = (err as { code?: unknown }).code;
@@ -190,6 +274,7 @@ function isConnectionError(err: unknown): boolean {
     code.startsWith('08') ||
     code.startsWith('57P') ||
     code === '26000' ||
+    code === '42P05' ||
     code === '0A000'
   );
 }

@@ -11,6 +11,7 @@ import type { ReaderDatabase } from './connect.js';
 import { classificationChecks, personalDataChecks } from './personal-data-checks.js';
 import { JOB_SCHEMA } from './job-role.js';
 import { READER_TEMP_FILE_LIMIT } from './reader-role.js';
+import { findPooler } from './pooler.js';
 
 export interface SafetyCheck {
   readonly name: string;
@@ -69,9 +70,46 @@ export function readerScopeOf(packs: readonly Pack[]): ReaderScope {
 export async function checkReaderSafety(readerUrl: string, scope: ReaderScope): Promise<SafetyCheck[]> {
   const client = await connectAsRole(readerUrl);
   try {
-    return await runChecks(client, scope);
+    const checks = await runChecks(client, scope);
+    checks.push(await poolerCheck(client, readerUrl));
+    return checks;
   } finally {
     await client.end().catch(() => undefined);
+  }
+}
+
+/** Says how the reader reaches PostgreSQL, and what querygate does differently behind a pooler. */
+async function poolerCheck(client: pg.Client, url: string): Promise<SafetyCheck> {
+  const finding = await findPooler(client, () => connectAsRole(url));
+  return {
+    name: 'how the reader reaches PostgreSQL',
+    ok: true,
+    detail: !finding.pooled
+      ? 'directly'
+      : `through a pooler in ${finding.mode} mode (the backend pid is not the one the connection announced): ` +
+        'each call runs in a READ ONLY transaction of its own that sets its limits with SET LOCAL, with unnamed ' +
+        'statements, so that no setting or statement outlives the call on a server connection others share',
+  };
+}
+
+/** The name of the check that the server's own reader connection (its startup parameters, its limits) opens. */
+export const READER_CONNECTION_CHECK = "the server's reader connection opens";
+
+/**
+ * Opens a connection of the server's reader pool and runs one statement on it: the role's checks
+ * use a plain connection, and a pooler may accept that one and refuse the server's startup parameters.
+ */
+export async function readerConnectionCheck(reader: ReaderDatabase): Promise<SafetyCheck> {
+  try {
+    await reader.execute({ sql: 'select 1', parameters: [] });
+    return { name: READER_CONNECTION_CHECK, ok: true };
+  } catch (err) {
+    return {
+      name: READER_CONNECTION_CHECK,
+      ok: false,
+      detail: `failed: ${err instanceof Error ? err.message : String(err)}`,
+      fix: 'behind PgBouncer (session or transaction mode): ignore_startup_parameters = statement_timeout, idle_in_transaction_session_timeout, options',
+    };
   }
 }
 
@@ -567,7 +605,7 @@ async function writeProbes(client: pg.Client, schemas: readonly string[]): Promi
   ];
 }
 
-/** Attempts writes inside a transaction that is always rolled back; each must be refused. */
+/** Attempts writes inside a transaction that is always rolled back; each must be refused, by the BEGIN or the write. */
 async function tryWrite(
   client: pg.Client,
   name: string,
@@ -577,8 +615,9 @@ async function tryWrite(
 ): Promise<SafetyCheck> {
   const succeeded: string[] = [];
   for (const statement of attempts) {
-    await client.query(begin);
     try {
+      // Inside the try: a server that refuses the BEGIN itself (a hot standby refuses READ WRITE) refuses the write.
+      await client.query(begin);
       await client.query(statement);
       succeeded.push(statement.split(' (')[0]!.replace(/ where false$/, ''));
     } catch {
@@ -724,11 +763,14 @@ export function formatReport(target: string, checks: readonly SafetyCheck[], pla
     ? 'reader role and the job role are'
     : 'reader role is';
   const warned = checks.filter((c) => c.ok && c.warning).length;
+  const connection = checks.find((c) => c.name === READER_CONNECTION_CHECK && !c.ok);
   lines.push(
     '',
-    failed === 0
-      ? `The ${roles} safe${warned ? `, with ${warned} warning(s)` : ''}.`
-      : `UNSAFE: ${failed} check(s) failed. Apply the fixes as an admin.`,
+    connection
+      ? `CONNECTION FAILED: the server's reader connection did not open (${connection.detail}); fix the connection and run doctor again.`
+      : failed === 0
+        ? `The ${roles} safe${warned ? `, with ${warned} warning(s)` : ''}.`
+        : `UNSAFE: ${failed} check(s) failed. Apply the fixes as an admin.`,
   );
   return lines.join('\n');
 }

@@ -5,10 +5,13 @@
  */
 import pg from 'pg';
 import type { Logger } from '../logger.js';
+import { readFreshness } from './replica-lag.js';
 
 export interface ReadinessProbe {
-  /** True when `select 1` answered on the probe connection within the time limit. */
+  /** True when the database answered on the probe connection within the time limit. */
   check(): Promise<boolean>;
+  /** A hot standby's replay lag in seconds, as the last check that answered found it; undefined on a primary. */
+  lagSeconds(): number | undefined;
   close(): Promise<void>;
 }
 
@@ -24,6 +27,7 @@ export interface ReadinessOptions {
 export function createReadinessProbe(url: string, options: ReadinessOptions, logger: Logger): ReadinessProbe {
   let client: pg.Client | undefined;
   let closed = false;
+  let lag: number | undefined;
 
   const drop = (broken: pg.Client): void => {
     if (client === broken) client = undefined;
@@ -54,7 +58,7 @@ export function createReadinessProbe(url: string, options: ReadinessOptions, log
   const probe = async (): Promise<boolean> => {
     const current = client ?? (await open());
     try {
-      await current.query('select 1');
+      lag = (await readFreshness(current, undefined))?.lagSeconds;
       return true;
     } catch (err) {
       drop(current);
@@ -78,6 +82,7 @@ export function createReadinessProbe(url: string, options: ReadinessOptions, log
       if (!ok && client) drop(client);
       return ok;
     },
+    lagSeconds: () => lag,
     close: async () => {
       closed = true;
       if (client) drop(client);

@@ -9,6 +9,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import pg from 'pg';
+import { findPooler } from '../db/pooler.js';
 import type { Logger } from '../logger.js';
 import type { CallDeps, Caller, Registry } from '../registry.js';
 import {
@@ -104,6 +105,23 @@ export interface JobServiceOptions {
   readonly ready?: () => boolean;
 }
 
+/** Failures a later run can get past (the reader down or restarting, or a full pool): retried, not recorded. */
+const TRANSIENT_CODES: ReadonlySet<string> = new Set(['database_unavailable', 'busy']);
+const FIRST_RETRY_MS = 250;
+const LONGEST_RETRY_MS = 4000;
+
+/** Waits `ms`, or less when `signal` aborts. */
+const pause = (ms: number, signal: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+
 export function startJobService(options: JobServiceOptions): JobService {
   const { store, settings, logger } = options;
   // One name per process: a claim, a heartbeat and an ending each say which replica holds the job.
@@ -137,6 +155,9 @@ export function startJobService(options: JobServiceOptions): JobService {
         else if (held.cancelRequested) stopRun(job.id, 'cancelled');
       }));
     const timer = setInterval(() => void beat(run.progress ? { progress: run.progress } : {}), heartbeatMs);
+    // A transient failure is retried with backoff for up to one lease, the heartbeat holding the job meanwhile.
+    const retryUntil = Date.now() + leaseMs;
+    let retryMs = FIRST_RETRY_MS;
     try {
       for (;;) {
         await beat({ running: true });
@@ -152,6 +173,17 @@ export function startJobService(options: JobServiceOptions): JobService {
         if (ending.outcome === 'refused' && !run.stop) {
           // No room on this replica's pool right now: the job waits its turn, its lease kept.
           await new Promise((resolve) => setTimeout(resolve, (ending.retryAfterSeconds ?? 1) * 1000));
+          continue;
+        }
+        if (
+          ending.outcome === 'failed' &&
+          TRANSIENT_CODES.has(ending.code ?? '') &&
+          !run.stop &&
+          Date.now() + retryMs < retryUntil
+        ) {
+          logger.info('job run failed for now; retrying', { job_id: job.id, code: ending.code, retry_in_ms: retryMs });
+          await pause(retryMs, run.abort.signal);
+          retryMs = Math.min(retryMs * 2, LONGEST_RETRY_MS);
           continue;
         }
         clearInterval(timer);
@@ -233,9 +265,11 @@ export function startJobService(options: JobServiceOptions): JobService {
 
   // Cancels announced by any replica reach the one running the job at once.
   let listener: pg.Client | undefined;
+  const openListener = (): pg.Client =>
+    new pg.Client({ connectionString: options.url, application_name: 'querygate-jobs-listen' });
   const listen = async (): Promise<void> => {
     if (closed) return;
-    const client = new pg.Client({ connectionString: options.url, application_name: 'querygate-jobs-listen' });
+    const client = openListener();
     client.on('notification', (message) => {
       if (message.channel === CANCEL_CHANNEL && message.payload) stopRun(message.payload, 'cancelled');
     });
@@ -246,6 +280,20 @@ export function startJobService(options: JobServiceOptions): JobService {
       setTimeout(() => void listen().catch(() => undefined), 1000).unref();
     });
     await client.connect();
+    // Behind a pooler in transaction mode a LISTEN is made on a server connection the next client gets:
+    // the notifications never come back here (PgBouncer drops them). Said once, and not attempted.
+    const pooler = await findPooler(client, async () => {
+      const second = openListener();
+      await second.connect();
+      return second;
+    });
+    if (pooler.pooled && pooler.mode === 'transaction') {
+      logger.warn(
+        'the job role connects through a pooler in transaction mode, where LISTEN cannot hear: cancels will arrive with the heartbeat (within about a second) instead of at once; give QUERYGATE_JOBS_URL a direct or session-mode connection to hear them at once',
+      );
+      await client.end();
+      return;
+    }
     await client.query(`listen ${CANCEL_CHANNEL}`);
     listener = client;
     if (closed) await client.end();

@@ -63,6 +63,8 @@ export interface HttpOptions {
   readonly isReady: () => Promise<boolean>;
   /** Told beside /readyz's status: whether the job store answers (absent without one). */
   readonly jobStore?: () => Promise<'ok' | 'unavailable' | undefined>;
+  /** Told beside /readyz's status: a hot standby's replay lag in seconds (absent on a primary). */
+  readonly replicaLag?: () => Promise<number | undefined>;
   /** Served at /metrics, and told of the refusals and failed authentications here; no /metrics without. */
   readonly metrics?: Metrics;
   /**
@@ -132,8 +134,16 @@ export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger
       }
       const ready = path === '/healthz' || (await options.isReady());
       const jobs = path === '/readyz' ? await options.jobStore?.() : undefined;
+      const lag = path === '/readyz' ? await options.replicaLag?.() : undefined;
       res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ status: ready ? 'ok' : 'not ready', ...(jobs === undefined ? {} : { jobs }) }));
+      res.end(
+        JSON.stringify({
+          status: ready ? 'ok' : 'not ready',
+          ...(jobs === undefined ? {} : { jobs }),
+          // Infinity (a standby that replayed nothing yet) is JSON's null.
+          ...(lag === undefined ? {} : { replica_lag_seconds: lag }),
+        }),
+      );
       return;
     }
     // A scraper, too, reaches the pod's address; /metrics runs no tool and tells no data, only counts.
