@@ -17,7 +17,7 @@ import { z } from 'zod';
 import { queryOrderCount } from '../queries/query-order-count.js';
 import { querySales } from '../queries/query-sales.js';
 import { queryTopProducts } from '../queries/query-top-products.js';
-import { changeOf } from '../src/lib/comparison.js';
+import { changeOf, pairGroups } from '../src/lib/comparison.js';
 import { resolveWeek, weekArgument } from '../src/lib/weeks.js';
 import { count, currency, money } from '../src/lib/result-shape.js';
 import { defineReport, type ReportAnswer, type RunTemplate, type TemplateAnswer } from '../src/reports.js';
@@ -298,16 +298,11 @@ export const weeklySalesReport = defineReport({
         (await run(querySales, { ...lastWeek, group_by: by })).rows,
       ];
       // Every group that sold in either week: one that sold nothing this week shows its fall to 0.
-      const revenues = new Map<string, { key: string; currency: string; now: number; before: number }>();
-      const group = (r: SalesRow) => {
-        const id = `${r[by]}\u0000${r.currency}`;
-        const known = revenues.get(id) ?? { key: r[by]!, currency: r.currency, now: 0, before: 0 };
-        revenues.set(id, known);
-        return known;
-      };
-      for (const r of nowRows) group(r).now = r.revenue;
-      for (const r of beforeRows) group(r).before = r.revenue;
-      return [...revenues.values()]
+      const revenues = pairGroups(nowRows, beforeRows, (r) => `${r[by]}\u0000${r.currency}`).map((g) => {
+        const row = (g.now ?? g.before)!;
+        return { key: row[by]!, currency: row.currency, now: g.now?.revenue ?? 0, before: g.before?.revenue ?? 0 };
+      });
+      return revenues
         .sort(
           (a, b) =>
             (a.currency < b.currency ? -1 : a.currency > b.currency ? 1 : 0) ||

@@ -4,6 +4,7 @@ import { MAX_ROWS } from './arguments.js';
 import { resolveRange, type DateRangeInput } from './date-range.js';
 import { PERIODS, type Period } from './periods.js';
 import { dayStart } from './local-day.js';
+import { cutEcho, cutFields } from './running.js';
 
 export const money = z.number().describe('Amount in `currency`, rounded to 2 decimals');
 /** The currency of a row's money figures: each figure sums one currency only, never several. */
@@ -31,6 +32,7 @@ export const rangeEcho = {
     .describe(
       'The period asked for, resolved to start_date and end_date when the call was made; null for explicit dates',
     ),
+  ...cutFields,
 };
 
 /** A capped list of flat rows with an honest truncation flag. */
@@ -51,6 +53,8 @@ export interface RangeEcho {
   starts_at: string;
   ends_before: string;
   period: Period | null;
+  partial: boolean;
+  until?: string;
 }
 
 /** Echo of the range the caller asked for, resolved to instants in the time zone the server read it in. */
@@ -63,5 +67,6 @@ export function echoRange(args: DateRangeInput, timeZone: string): RangeEcho {
     starts_at: dayStart(range.startDate, timeZone).local,
     ends_before: dayStart(range.endExclusive, timeZone).local,
     period: args.period ?? null,
+    ...cutEcho(args, timeZone),
   };
 }

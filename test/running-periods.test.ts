@@ -1,0 +1,189 @@
+/**
+ * Issue 19, section 1: a period that has not ended, compared. The clock is fixed at local instants
+ * (just after midnight, midday, the last minute of a day, days the clocks change) in three zones, and
+ * every figure is held to sums over the raw orders through the admin connection, with bounds worked
+ * out by PostgreSQL's own time-zone arithmetic: [range start, cut) on each side, the cut being the
+ * current minute, and a year (or the range's length) earlier at the same local time of day.
+ * The scratch data runs past the fixed "now", so rows later than it exist and must not count.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHarness, structured, type Harness } from './support/harness.js';
+import { createScratchDatabase, type ScratchDatabase } from './support/scratch.js';
+
+const ZONES = ['UTC', 'Europe/Berlin', 'Asia/Kolkata'];
+/** Local wall-clock instants: just after midnight, midday, the last minute, and two clock-change days in Berlin. */
+const INSTANTS = [
+  '2026-12-01 00:07:31',
+  '2026-12-02 12:00:00',
+  '2026-12-02 23:59:59',
+  '2026-10-25 12:00:00',
+  '2026-03-29 23:59:10',
+];
+const CASES = ZONES.flatMap((zone) => INSTANTS.map((local) => [zone, local] as const));
+
+interface Side {
+  start_date: string;
+  end_date: string;
+  partial: boolean;
+  until?: string;
+}
+
+describe('19.1 a running period against a whole one', () => {
+  let scratch: ScratchDatabase;
+  const harnesses = new Map<string, Harness>();
+  let clock = 0;
+
+  beforeAll(async () => {
+    scratch = await createScratchDatabase('running_periods', { orders: 8000, until: '2027-01-20' });
+    for (const zone of ZONES)
+      harnesses.set(zone, await startHarness({ readerUrl: scratch.readerUrl, timeZone: zone, now: () => clock }));
+  });
+  afterAll(async () => {
+    for (const harness of harnesses.values()) await harness.close();
+    await scratch?.drop();
+  });
+
+  /**
+   * The bounds of both sides, by PostgreSQL: the period's first day, the cut (now to the minute), the
+   * prior range's first day and its cut at the same local time (`shift` is a timestamp interval, so
+   * wall-clock arithmetic; a year earlier is what `interval '1 year'` gives).
+   */
+  async function bounds(zone: string, local: string, period: 'month' | 'week', shift: string | 'length') {
+    const { rows } = await scratch.admin.query<Record<string, string>>(
+      `with n as (select date_trunc('minute', $1::timestamp) as cut_local, date_trunc($3, $1::timestamp) as start_local,
+                         (date_trunc($3, $1::timestamp) + ('1 ' || $3)::interval - interval '1 day')::date as end_day),
+            s as (select *, case when $4 = 'length' then (end_day - start_local::date + 1) * interval '1 day' else $4::interval end as back from n)
+       select (start_local at time zone $2)::text as start_at, (cut_local at time zone $2)::text as cut_at,
+              start_local::date::text as start_date, end_day::text as end_date,
+              ((start_local - back) at time zone $2)::text as prior_start_at, ((cut_local - back) at time zone $2)::text as prior_cut_at,
+              (start_local - back)::date::text as prior_start_date, (end_day - back)::date::text as prior_end_date
+       from s`,
+      [local, zone, period, shift],
+    );
+    return rows[0]!;
+  }
+
+  /** Net revenue (text, exact) per currency and region, and every order, in [from, to). */
+  async function truth(from: string, to: string) {
+    const revenue = await scratch.admin.query<{ currency: string; region: string; revenue: string }>(
+      `select o.currency, c.region, sum(o.total_amount)::text as revenue from sales.orders o join sales.customers c on c.id = o.customer_id
+        where o.ordered_at >= $1 and o.ordered_at < $2 and o.status not in ('cancelled', 'refunded') group by 1, 2`,
+      [from, to],
+    );
+    const orders = await scratch.admin.query<{ n: string }>(
+      'select count(*)::text as n from sales.orders where ordered_at >= $1 and ordered_at < $2',
+      [from, to],
+    );
+    return { revenue: revenue.rows, orders: Number(orders.rows[0]!.n) };
+  }
+
+  const atMs = async (timestamptz: string): Promise<number> => {
+    const { rows } = await scratch.admin.query<{ ms: string }>(
+      'select (extract(epoch from $1::timestamptz) * 1000)::bigint::text as ms',
+      [timestamptz],
+    );
+    return Number(rows[0]!.ms);
+  };
+  const pct = (now: number, before: number): number | null =>
+    before === 0 ? null : Math.round(((now - before) / before) * 1000) / 10;
+  const sumOf = (rows: { revenue: string }[]): number =>
+    rows.reduce((sum, r) => sum + Math.round(Number(r.revenue) * 100), 0) / 100;
+
+  async function fixClock(zone: string, local: string): Promise<void> {
+    const { rows } = await scratch.admin.query<{ ms: string }>(
+      `select (extract(epoch from ($1::timestamp at time zone $2)) * 1000)::bigint::text as ms`,
+      [local, zone],
+    );
+    clock = Number(rows[0]!.ms);
+  }
+
+  async function expectCut(side: Side, atText: string, zone: string): Promise<void> {
+    expect(side.partial).toBe(true);
+    expect(side.until).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:00\.000[+-]\d\d:\d\d$/);
+    expect(Date.parse(side.until!)).toBe(await atMs(atText));
+    // Written in the zone's own offset at that instant.
+    const { rows } = await scratch.admin.query<{ local: string }>(
+      `select to_char($1::timestamptz at time zone $2, 'YYYY-MM-DD"T"HH24:MI') as local`,
+      [atText, zone],
+    );
+    expect(side.until!.slice(0, 16)).toBe(rows[0]!.local);
+  }
+
+  it.each(CASES)(
+    '19.1.1 19.1.2 query_sales month_to_date by region against the year before, cut at the same local minute, in %s at %s',
+    async (zone, local) => {
+      await fixClock(zone, local);
+      const b = await bounds(zone, local, 'month', '1 year');
+      const result = structured<
+        Side & {
+          rows: {
+            region: string;
+            currency: string;
+            revenue: number;
+            prior_revenue: number | null;
+            change_pct: number | null;
+          }[];
+          truncated: boolean;
+          comparison: Side & {
+            totals: { currency: string; revenue: number; prior_revenue: number; change_pct: number | null }[];
+          };
+        }
+      >(
+        await harnesses
+          .get(zone)!
+          .call('query_sales', { period: 'month_to_date', group_by: 'region', compare_to: 'previous_year' }),
+      );
+      const now = await truth(b.start_at!, b.cut_at!);
+      const before = await truth(b.prior_start_at!, b.prior_cut_at!);
+      expect(result.start_date).toBe(b.start_date);
+      expect(result.comparison.start_date).toBe(b.prior_start_date);
+      await expectCut(result, b.cut_at!, zone);
+      await expectCut(result.comparison, b.prior_cut_at!, zone);
+      const usd = result.comparison.totals.find((t) => t.currency === 'USD');
+      const [nowUsd, beforeUsd] = [sumOf(now.revenue), sumOf(before.revenue)];
+      if (now.revenue.length + before.revenue.length === 0) expect(usd).toBeUndefined();
+      else expect(usd).toMatchObject({ revenue: nowUsd, prior_revenue: beforeUsd, change_pct: pct(nowUsd, beforeUsd) });
+      // Each region with its own figures on both sides, and every region that sold on either side.
+      const regions = new Set([...now.revenue, ...before.revenue].map((r) => r.region));
+      expect(new Set(result.rows.map((r) => r.region))).toEqual(regions);
+      for (const row of result.rows) {
+        const cur = sumOf(now.revenue.filter((r) => r.region === row.region));
+        const pri = sumOf(before.revenue.filter((r) => r.region === row.region));
+        expect(row, row.region).toMatchObject({ revenue: cur, prior_revenue: pri, change_pct: pct(cur, pri) });
+      }
+    },
+  );
+
+  it.each(CASES)(
+    '19.1.1 19.1.2 query_order_count this_week against the week before, both cut at the same local minute, in %s at %s',
+    async (zone, local) => {
+      await fixClock(zone, local);
+      const b = await bounds(zone, local, 'week', 'length');
+      const result = structured<Side & { order_count: number; comparison: Side & { order_count: number } }>(
+        await harnesses.get(zone)!.call('query_order_count', { period: 'this_week', compare_to: 'previous_period' }),
+      );
+      const now = await truth(b.start_at!, b.cut_at!);
+      const before = await truth(b.prior_start_at!, b.prior_cut_at!);
+      expect([result.start_date, result.end_date]).toEqual([b.start_date, b.end_date]);
+      expect([result.comparison.start_date, result.comparison.end_date]).toEqual([
+        b.prior_start_date,
+        b.prior_end_date,
+      ]);
+      await expectCut(result, b.cut_at!, zone);
+      await expectCut(result.comparison, b.prior_cut_at!, zone);
+      expect(result.order_count).toBe(now.orders);
+      expect(result.comparison.order_count).toBe(before.orders);
+    },
+  );
+
+  it('19.1.2 a range that has ended says partial: false and has no until, nor has its comparison', async () => {
+    await fixClock('UTC', '2026-12-02 12:00:00');
+    const result = structured<Side & { comparison: Side }>(
+      await harnesses.get('UTC')!.call('query_order_count', { period: 'last_week', compare_to: 'previous_year' }),
+    );
+    expect(result.partial).toBe(false);
+    expect(result.until).toBeUndefined();
+    expect(result.comparison.partial).toBe(false);
+    expect(result.comparison.until).toBeUndefined();
+  });
+});
