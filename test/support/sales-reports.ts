@@ -52,10 +52,18 @@ export interface WeeklyReport {
   has_orders: boolean;
   summary: string;
   data_as_of: string;
-  last_week: { start_date: string; end_date: string };
-  year_ago: { start_date: string; end_date: string };
+  until?: string;
+  last_week: { start_date: string; end_date: string; until?: string };
+  year_ago: { start_date: string; end_date: string; until?: string };
   metrics: Metric[];
-  daily: { date: string; currency: string; revenue: number; last_week_revenue: number; change_pct: number | null }[];
+  daily: {
+    date: string;
+    currency: string;
+    revenue: number;
+    last_week_revenue: number;
+    change_pct: number | null;
+    partial: boolean;
+  }[];
   top_products: {
     rank: number;
     sku: string;
@@ -178,14 +186,57 @@ function expectedNotable(
   return found;
 }
 
-/** Checks every figure of a report on the days from..to against the raw orders. */
-export function checkWeeklyReport(data: SalesData, r: WeeklyReport, zone: string, from: string, to: string): void {
+/** Where a running week is cut (milliseconds), and the week before and the year-ago week with it. */
+export interface WeekCuts {
+  readonly now: number;
+  readonly lastWeek: number;
+  readonly yearAgo: number;
+}
+
+/** The orders, less those of the last day of each side at or after that side's cut. */
+function cutData(data: SalesData, zone: string, ends: [string, number][]): SalesData {
+  const cuts = new Map(ends);
+  return {
+    ...data,
+    orders: data.orders.filter((o) => {
+      const cut = cuts.get(localDay(o.orderedAt, zone));
+      return cut === undefined || o.orderedAt.getTime() < cut;
+    }),
+  };
+}
+
+/**
+ * Checks every figure of a report on the days from..to against the raw orders; for a running week,
+ * with each side cut where `cuts` says, and only the days before `to` judged for notable days.
+ */
+export function checkWeeklyReport(
+  raw: SalesData,
+  r: WeeklyReport,
+  zone: string,
+  from: string,
+  to: string,
+  cuts?: WeekCuts,
+): void {
   const lastFrom = shift(from, -7);
   const lastTo = shift(to, -7);
   const agoFrom = shift(from, -364);
   const agoTo = shift(to, -364);
-  expect(r.last_week).toEqual({ start_date: lastFrom, end_date: lastTo });
-  expect(r.year_ago).toEqual({ start_date: agoFrom, end_date: agoTo });
+  const data = cuts
+    ? cutData(raw, zone, [
+        [to, cuts.now],
+        [lastTo, cuts.lastWeek],
+        [agoTo, cuts.yearAgo],
+      ])
+    : raw;
+  const untilAt = (at: number | undefined) => (at === undefined ? {} : { until: expect.any(String) });
+  expect(r.last_week).toEqual({ start_date: lastFrom, end_date: lastTo, ...untilAt(cuts?.lastWeek) });
+  expect(r.year_ago).toEqual({ start_date: agoFrom, end_date: agoTo, ...untilAt(cuts?.yearAgo) });
+  expect(r.partial).toBe(cuts !== undefined);
+  if (cuts) {
+    expect(Date.parse(r.until!)).toBe(cuts.now);
+    expect(Date.parse(r.last_week.until!)).toBe(cuts.lastWeek);
+    expect(Date.parse(r.year_ago.until!)).toBe(cuts.yearAgo);
+  }
 
   const byCurrency = (f: string, t: string) => net(data, f, t, zone, (o) => o.currency);
   const netOrders = (f: string, t: string, c: string) =>
@@ -323,7 +374,10 @@ export function checkWeeklyReport(data: SalesData, r: WeeklyReport, zone: string
   }
 
   expect(r.notable_days.map(({ date, currency }) => ({ date, currency }))).toEqual(
-    expectedNotable(data, from, to, zone),
+    expectedNotable(data, from, cuts ? shift(to, -1) : to, zone),
+  );
+  expect(r.daily.filter((d) => d.partial).map((d) => d.date)).toEqual(
+    cuts ? r.daily.filter((d) => d.date === to).map(() => to) : [],
   );
 }
 
