@@ -8,6 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, structured, type Harness } from './support/harness.js';
+import { addOrder } from './support/sales-reports.js';
 import { createScratchDatabase, type ScratchDatabase } from './support/scratch.js';
 
 const ZONES = ['UTC', 'Europe/Berlin', 'Asia/Kolkata'];
@@ -35,6 +36,30 @@ describe('19.1 a running period against a whole one', () => {
 
   beforeAll(async () => {
     scratch = await createScratchDatabase('running_periods', { orders: 8000, until: '2027-01-20' });
+    // Eight Thursdays before Thursday 16 July 2026 with 30 extra paid orders each, so that their revenue
+    // has a tight spread and a Thursday barely begun stands far below it.
+    for (let week = 1; week <= 8; week++) {
+      const day = new Date(Date.parse('2026-07-16T10:00:00Z') - week * 7 * 86_400_000).toISOString();
+      for (let k = 0; k < 30; k++) {
+        await addOrder(scratch.admin, {
+          id: 970000 + week * 100 + k,
+          status: 'paid',
+          at: day,
+          currency: 'USD',
+          product: 1,
+          amount: '100.00',
+        });
+      }
+    }
+    // Just after midnight on 1 December 2026 UTC: an order of a category, so that one sold then.
+    await addOrder(scratch.admin, {
+      id: 979999,
+      status: 'paid',
+      at: '2026-12-01T00:03:00Z',
+      currency: 'USD',
+      product: 1,
+      amount: '75.00',
+    });
     for (const zone of ZONES)
       harnesses.set(zone, await startHarness({ readerUrl: scratch.readerUrl, timeZone: zone, now: () => clock }));
   });
@@ -175,6 +200,84 @@ describe('19.1 a running period against a whole one', () => {
       expect(result.comparison.order_count).toBe(before.orders);
     },
   );
+
+  it('19.1.5 a day barely begun is never judged a notable day, however far below its weekdays it stands', async () => {
+    await fixClock('UTC', '2026-07-16 00:07:00');
+    // The rule, on the raw rows: today so far against the eight Thursdays before, whole.
+    const revenue = async (from: string, to: string): Promise<number> => {
+      const { rows } = await scratch.admin.query<{ cents: string }>(
+        `select coalesce(sum(total_amount * 100), 0)::bigint::text as cents from sales.orders
+          where ordered_at >= $1 and ordered_at < $2 and currency = 'USD' and status not in ('cancelled', 'refunded')`,
+        [from, to],
+      );
+      return Number(rows[0]!.cents) / 100;
+    };
+    const today = await revenue('2026-07-16T00:00:00Z', '2026-07-16T00:07:00Z');
+    const baseline: number[] = [];
+    for (let week = 1; week <= 8; week++) {
+      const day = Date.parse('2026-07-16T00:00:00Z') - week * 7 * 86_400_000;
+      baseline.push(await revenue(new Date(day).toISOString(), new Date(day + 86_400_000).toISOString()));
+    }
+    const median = (xs: number[]): number => {
+      const s = [...xs].sort((a, b) => a - b);
+      return (s[3]! + s[4]!) / 2;
+    };
+    const m = median(baseline);
+    const mad = median(baseline.map((b) => Math.abs(b - m)));
+    // Judged, today would be a notable low day: the case the rule must leave alone.
+    expect(mad).toBeGreaterThan(0);
+    expect((0.6745 * (today - m)) / mad).toBeLessThan(-3.5);
+    const r = structured<{ partial: boolean; through_date: string; notable_days: { date: string }[] }>(
+      await harnesses.get('UTC')!.call('weekly_sales_report', { week: 'this_week' }),
+    );
+    expect(r).toMatchObject({ partial: true, through_date: '2026-07-16' });
+    expect(r.notable_days.filter((d) => d.date === '2026-07-16')).toEqual([]);
+  });
+
+  it('19.2.1 query_sales by category with compare_to lists a category that sold before and nothing now, at revenue 0 and -100 %', async () => {
+    await fixClock('UTC', '2026-12-02 00:07:31');
+    const { rows } = await scratch.admin.query<{ side: string; category: string; revenue: string }>(
+      `select case when o.ordered_at >= '2026-12-02' then 'now' else 'before' end as side, p.category,
+              sum(oi.quantity * oi.unit_price)::text as revenue
+         from sales.orders o join sales.order_items oi on oi.order_id = o.id join sales.products p on p.id = oi.product_id
+        where ((o.ordered_at >= '2026-12-01' and o.ordered_at < '2026-12-01 00:07:00+00')
+            or (o.ordered_at >= '2026-12-02' and o.ordered_at < '2026-12-02 00:07:00+00'))
+          and o.status not in ('cancelled', 'refunded') and o.currency = 'USD'
+        group by 1, 2`,
+    );
+    const side = (name: string) =>
+      new Map(rows.filter((r) => r.side === name).map((r) => [r.category, Number(r.revenue)]));
+    const [now, before] = [side('now'), side('before')];
+    const fallen = [...before.keys()].filter((c) => !now.has(c));
+    expect(fallen.length).toBeGreaterThan(0);
+    const result = structured<{
+      rows: {
+        category: string;
+        revenue: number;
+        order_count: number;
+        avg_order_value: number | null;
+        prior_revenue: number | null;
+        change_pct: number | null;
+      }[];
+    }>(
+      await harnesses
+        .get('UTC')!
+        .call('query_sales', { period: 'today', group_by: 'category', compare_to: 'previous_period' }),
+    );
+    expect(new Set(result.rows.map((r) => r.category))).toEqual(new Set([...now.keys(), ...before.keys()]));
+    for (const category of fallen) {
+      expect(result.rows.find((r) => r.category === category)).toMatchObject({
+        revenue: 0,
+        order_count: 0,
+        avg_order_value: null,
+        prior_revenue: before.get(category),
+        change_pct: -100,
+      });
+    }
+    // Groups that fell to nothing come after those that sold, within the currency.
+    const firstFallen = result.rows.findIndex((r) => r.revenue === 0);
+    expect(result.rows.slice(firstFallen).every((r) => r.revenue === 0)).toBe(true);
+  });
 
   it('19.1.2 a range that has ended says partial: false and has no until, nor has its comparison', async () => {
     await fixClock('UTC', '2026-12-02 12:00:00');
