@@ -60,7 +60,16 @@ import { localPeriodOf, rollupCovers, type Period } from '../src/db/range-sql.js
 import { MAX_ROWS, oneOf } from '../src/lib/arguments.js';
 import { changeFields, changeOf, compareToField, comparisonEcho, pairGroups } from '../src/lib/comparison.js';
 import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
-import { count, currency, echoRange, money, rangeEcho, rowsEnvelope } from '../src/lib/result-shape.js';
+import {
+  bucketBounds,
+  bucketFields,
+  count,
+  currency,
+  echoRange,
+  money,
+  rangeEcho,
+  rowsEnvelope,
+} from '../src/lib/result-shape.js';
 
 const GROUPINGS = ['day', 'week', 'month', 'region', 'category'] as const;
 type Grouping = (typeof GROUPINGS)[number];
@@ -82,7 +91,13 @@ const input = z
   .superRefine(checkDateRange, DATE_RANGE_ALWAYS);
 
 const row = z.object({
-  period: z.string().optional().describe('First day of the day, ISO week (Monday) or month, YYYY-MM-DD'),
+  period: z
+    .string()
+    .optional()
+    .describe(
+      'First day of the day, ISO week (Monday) or month, YYYY-MM-DD, even when the range covers only part of it',
+    ),
+  ...bucketFields,
   region: z.string().optional(),
   category: z.string().optional(),
   currency,
@@ -184,7 +199,7 @@ export const querySales = defineTemplate({
     'Net sales between start_date and end_date (both inclusive, at most 90 days), grouped by day, week (ISO, starting Monday), month, customer region or product category.',
     'Use it for revenue, order volume and average order value questions: "revenue by region this quarter", "daily sales last month", "which category sold most in March".',
     'Net sales leave out cancelled and refunded orders. Revenue is the sum of quantity x unit price of the order items; by category, order_count is the number of orders holding at least one item of that category.',
-    'Periods are labelled by their first day, which may fall before start_date; only orders inside the range are counted. Periods without sales are not listed.',
+    'Periods are labelled by their first day, which may fall before start_date; only orders inside the range are counted, and a period the range covers only in part (cut by start_date, end_date, or the current minute while the range is running) says partial: true with the first_day and last_day it counts. Periods without sales are not listed.',
     'region keeps to the customers of one region: "daily sales in Europe last month".',
     'Money is never added across currencies: each row is one group in one currency (its currency field), so a range with orders in several currencies gives one row per group and currency. Periods come in time order, each with its currencies alphabetically; regions and categories come currency by currency, highest revenue first within each.',
     'With compare_to (previous_period or previous_year) the result also gives each currency\'s revenue in the comparison range and the change in percent, and by region or category each row\'s prior revenue and change: "revenue by region last week against the same week last year".',
@@ -290,9 +305,12 @@ export const querySales = defineTemplate({
     ...echoRange(args, ctx.timeZone),
     group_by: args.group_by,
     ...(args.region === undefined ? {} : { region: args.region }),
-    rows: rows.map(
-      ({ group_key, ...figures }) => ({ [keyName(args.group_by)]: group_key, ...figures }) as z.infer<typeof row>,
-    ),
+    rows: rows.map(({ group_key, ...figures }) => {
+      const { group_by: by } = args;
+      const bounds =
+        by === 'region' || by === 'category' ? {} : bucketBounds(String(group_key), by, args, ctx.timeZone);
+      return { [keyName(by)]: group_key, ...bounds, ...figures } as z.infer<typeof row>;
+    }),
     row_count: rows.length,
     truncated: page.truncated,
   }),

@@ -279,6 +279,75 @@ describe('19.1 a running period against a whole one', () => {
     expect(result.rows.slice(firstFallen).every((r) => r.revenue === 0)).toBe(true);
   });
 
+  interface Bucket {
+    period: string;
+    currency: string;
+    revenue: number;
+    partial?: boolean;
+    first_day?: string;
+    last_day?: string;
+    until?: string;
+  }
+  const netUsd = async (from: string, to: string): Promise<number> => {
+    const { rows } = await scratch.admin.query<{ revenue: string }>(
+      `select coalesce(sum(total_amount), 0)::text as revenue from sales.orders
+        where ordered_at >= $1 and ordered_at < $2 and currency = 'USD' and status not in ('cancelled', 'refunded')`,
+      [from, to],
+    );
+    return Number(rows[0]!.revenue);
+  };
+
+  it.each(ZONES)(
+    '19.1.3 a day, week or month the range covers in part says so with the days it counts and its cut, in %s',
+    async (zone) => {
+      await fixClock(zone, '2026-12-02 12:00:30');
+      const { rows } = await scratch.admin.query<Record<string, string>>(
+        `select ('2026-12-01'::timestamp at time zone $1)::text as dec1, ('2026-12-02'::timestamp at time zone $1)::text as dec2,
+                ('2026-12-02 12:00'::timestamp at time zone $1)::text as cut`,
+        [zone],
+      );
+      const at = rows[0]!;
+      const call = async (args: object): Promise<Bucket[]> =>
+        structured<{ rows: Bucket[] }>(await harnesses.get(zone)!.call('query_sales', args)).rows.filter(
+          (r) => r.currency === 'USD',
+        );
+      // By day this week: Monday and Tuesday whole, today up to the minute.
+      const days = await call({ period: 'this_week', group_by: 'day' });
+      for (const row of days.filter((r) => r.period < '2026-12-02')) expect(row.partial, row.period).toBeUndefined();
+      const today = days.find((r) => r.period === '2026-12-02')!;
+      expect(today).toMatchObject({ partial: true, first_day: '2026-12-02', last_day: '2026-12-02' });
+      expect(Date.parse(today.until!)).toBe(await atMs(at.cut!));
+      expect(today.revenue).toBe(await netUsd(at.dec2!, at.cut!));
+      // By week this month: the week of Monday 30 November counts 1 and 2 December only, up to the minute.
+      const [week] = await call({ period: 'month_to_date', group_by: 'week' });
+      expect(week).toMatchObject({
+        period: '2026-11-30',
+        partial: true,
+        first_day: '2026-12-01',
+        last_day: '2026-12-02',
+      });
+      expect(Date.parse(week!.until!)).toBe(await atMs(at.cut!));
+      expect(week!.revenue).toBe(await netUsd(at.dec1!, at.cut!));
+      // By month: December so far.
+      const [month] = await call({ period: 'month_to_date', group_by: 'month' });
+      expect(month).toMatchObject({
+        period: '2026-12-01',
+        partial: true,
+        first_day: '2026-12-01',
+        last_day: '2026-12-02',
+      });
+      // A range that has ended, starting on a Wednesday and ending on a Monday: its first and last weeks are partial.
+      const weeks = await call({ start_date: '2026-11-04', end_date: '2026-11-30', group_by: 'week' });
+      expect(weeks.map((r) => [r.period, r.partial ?? false, r.first_day, r.last_day, r.until])).toEqual([
+        ['2026-11-02', true, '2026-11-04', '2026-11-08', undefined],
+        ['2026-11-09', false, undefined, undefined, undefined],
+        ['2026-11-16', false, undefined, undefined, undefined],
+        ['2026-11-23', false, undefined, undefined, undefined],
+        ['2026-11-30', true, '2026-11-30', '2026-11-30', undefined],
+      ]);
+    },
+  );
+
   it('19.1.2 a range that has ended says partial: false and has no until, nor has its comparison', async () => {
     await fixClock('UTC', '2026-12-02 12:00:00');
     const result = structured<Side & { comparison: Side }>(

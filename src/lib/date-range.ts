@@ -199,6 +199,16 @@ export function periodStart(day: string, period: 'day' | 'week' | 'month'): stri
   return formatDay(addDays(date, -((date.getUTCDay() + 6) % 7)));
 }
 
+/** The last day of the day, ISO week (Sunday) or month a YYYY-MM-DD day belongs to. */
+export function periodEnd(day: string, period: 'day' | 'week' | 'month'): string {
+  if (period === 'day') return day;
+  const date = parseDay(periodStart(day, period))!;
+  if (period === 'week') return formatDay(addDays(date, 6));
+  const last = new Date(date.getTime());
+  last.setUTCMonth(last.getUTCMonth() + 1, 0);
+  return formatDay(last);
+}
+
 /** Today's date in UTC. */
 export function todayUtc(now: Date = new Date()): string {
   return now.toISOString().slice(0, 10);
