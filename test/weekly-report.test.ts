@@ -33,6 +33,18 @@ const ZONES = ['UTC', 'America/Havana', 'Asia/Kolkata'];
 /** The planted day: Wednesday 11 June, forty extra paid orders of 500.00 USD at noon UTC. */
 const PLANTED = '2025-06-11';
 
+// Just after midnight, midday, the last minute of a day, and Havana's midnight jump (9 March 2025, and
+// 10 March 2024 a year earlier) with the Monday after it.
+const RUNNING = ZONES.flatMap((zone) =>
+  [
+    '2025-06-18 00:07:31',
+    '2025-06-18 12:00:00',
+    '2025-06-18 23:59:59',
+    '2025-03-09 12:00:00',
+    '2025-03-10 01:30:00',
+  ].map((local) => [zone, local] as const),
+);
+
 let scratch: ScratchDatabase;
 let data: SalesData;
 const harnesses = new Map<string, Harness>();
@@ -157,17 +169,6 @@ describe('weekly_sales_report', () => {
     });
   });
 
-  // Just after midnight, midday, the last minute of a day, and Havana's midnight jump (9 March 2025, and
-  // 10 March 2024 a year earlier) with the Monday after it.
-  const RUNNING = ZONES.flatMap((zone) =>
-    [
-      '2025-06-18 00:07:31',
-      '2025-06-18 12:00:00',
-      '2025-06-18 23:59:59',
-      '2025-03-09 12:00:00',
-      '2025-03-10 01:30:00',
-    ].map((local) => [zone, local] as const),
-  );
   it.each(RUNNING)(
     '19.1.4 19.1.5 this_week in %s at %s: every side cut at the same local time, today never judged notable',
     async (zone, local) => {
@@ -246,6 +247,26 @@ describe('sales_trend_report', () => {
         expectedTrendRows(data, zone, first, 40, ['EUR', 'USD']),
       );
       expect(trend.rows[0]!.week).toBe('2024-W37');
+    },
+  );
+
+  it.each(RUNNING)(
+    '19.1.4 sales_trend_report through this_week in %s at %s: the running week against the week before to the same local time',
+    async (zone, local) => {
+      const cuts = await clockAt(zone, local);
+      const trend = structured<TrendReport>(
+        await harnesses.get(zone)!.call('sales_trend_report', { weeks: 4, through_week: 'this_week' }),
+      );
+      clock = NOW;
+      const today = local.slice(0, 10);
+      const monday = shift(today, -((new Date(`${today}T00:00:00Z`).getUTCDay() + 6) % 7));
+      const first = shift(monday, -21);
+      expect(trend).toMatchObject({ start_date: first, partial: true });
+      const currencies = [...new Set(trend.rows.map((r) => r.currency))].sort();
+      expect(trend.rows.map(({ week: _week, change_note: _note, ...row }) => row)).toEqual(
+        expectedTrendRows(data, zone, first, 4, currencies, { now: cuts.now, lastWeek: cuts.lastWeek }),
+      );
+      for (const row of trend.rows.filter((r) => r.partial)) expect(Date.parse(row.until!)).toBe(cuts.now);
     },
   );
 

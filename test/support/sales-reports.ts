@@ -397,13 +397,17 @@ export interface TrendReport {
     avg_order_value: number | null;
     change_pct: number | null;
     change_note?: string;
+    partial: boolean;
+    until?: string;
   }[];
 }
 
 /**
  * The trend's rows from `first` (a Monday) for `weeks` weeks in the given currencies, without their
  * week labels and change notes: each week's net revenue, net orders and average order value per
- * currency, and the revenue change from the week before.
+ * currency, and the revenue change from the week before. With `cut` (the last week still running):
+ * that week's orders before cut.now only, and its change against the week before's orders before
+ * cut.lastWeek.
  */
 export function expectedTrendRows(
   data: SalesData,
@@ -411,10 +415,19 @@ export function expectedTrendRows(
   first: string,
   weeks: number,
   currencies: readonly string[],
+  cut?: { now: number; lastWeek: number },
 ): Omit<TrendReport['rows'][number], 'week' | 'change_note'>[] {
   const last = shift(first, 7 * weeks - 1);
+  const lastMonday = shift(last, -6);
   const sums = new Map<string, { cents: number; orders: number }>();
+  const beforeCut = new Map<string, number>();
+  for (const o of ordersBetween(data, shift(lastMonday, -7), shift(lastMonday, -1), zone).filter(isNet)) {
+    if (cut && o.orderedAt.getTime() < cut.lastWeek) {
+      beforeCut.set(o.currency, (beforeCut.get(o.currency) ?? 0) + o.totalCents);
+    }
+  }
   for (const o of ordersBetween(data, shift(first, -7), last, zone).filter(isNet)) {
+    if (cut && o.orderedAt.getTime() >= cut.now) continue;
     const day = localDay(o.orderedAt, zone);
     const monday = shift(day, -((new Date(`${day}T00:00:00Z`).getUTCDay() + 6) % 7));
     const sum = sums.get(`${monday}|${o.currency}`) ?? { cents: 0, orders: 0 };
@@ -427,7 +440,8 @@ export function expectedTrendRows(
     const monday = shift(first, 7 * k);
     for (const c of currencies) {
       const sum = sums.get(`${monday}|${c}`) ?? { cents: 0, orders: 0 };
-      const before = sums.get(`${shift(monday, -7)}|${c}`)?.cents ?? 0;
+      const running = cut !== undefined && monday === lastMonday;
+      const before = running ? (beforeCut.get(c) ?? 0) : (sums.get(`${shift(monday, -7)}|${c}`)?.cents ?? 0);
       expected.push({
         start_date: monday,
         currency: c,
@@ -435,6 +449,8 @@ export function expectedTrendRows(
         order_count: sum.orders,
         avg_order_value: sum.orders === 0 ? null : Math.round(sum.cents / sum.orders) / 100,
         change_pct: pct(sum.cents, before),
+        partial: running,
+        ...(running ? { until: expect.any(String) as string } : {}),
       });
     }
   }
