@@ -14,7 +14,7 @@ export type Comparison = (typeof COMPARISONS)[number];
 export const compareToField = {
   compare_to: oneOf(
     COMPARISONS,
-    'Also compute the same figures for an earlier range, and the change: previous_period is the range of the same length just before; previous_year is the same dates a year earlier (52 weeks earlier when the range is whole ISO weeks, so weekdays line up)',
+    'Also compute the same figures for an earlier range, and the change: previous_period is the range of the same length just before; previous_year is the same dates a year earlier (52 weeks earlier when the range is whole ISO weeks, so weekdays line up). A range still running is compared on equal elapsed time: the earlier range is cut at the same local time of day (both say partial and until)',
   ).optional(),
 };
 

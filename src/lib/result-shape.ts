@@ -25,7 +25,9 @@ export const rangeEcho = {
     ),
   ends_before: z
     .string()
-    .describe('First instant no longer covered: the start of the day after end_date, as starts_at'),
+    .describe(
+      'The start of the day after end_date, as starts_at: the first instant no longer covered, unless partial, when the figures stop earlier, at until',
+    ),
   period: z
     .enum(PERIODS)
     .nullable()
