@@ -23,7 +23,7 @@ import {
 import { argumentCombinations } from './lib/argument-combinations.js';
 import { MAX_ROWS } from './lib/arguments.js';
 import { parseDay, quote } from './lib/date-range.js';
-import { comparisonCut, comparisonRange, type Comparison } from './lib/comparison.js';
+import { comparisonCut, comparisonRange, unequalElapsed, type Comparison } from './lib/comparison.js';
 import { appliesScope, outsideScope, scopeOf, unboundScopeValues, type DataScope } from './lib/data-scope.js';
 import { localToday, resolvePeriod, type Period } from './lib/periods.js';
 import { isoUtc } from './lib/local-day.js';
@@ -1307,7 +1307,22 @@ async function runTemplate(
   const scope = scopeOf(options.caller);
   const outside = outsideScope(args, scope);
   if (outside.length > 0) return record.reject(new ArgumentError(outside, OUTSIDE_DATA_SCOPE));
+  const unequal = unequalComparison(args, deps.ctx.timeZone);
+  if (unequal) return record.reject(new ArgumentError([{ field: 'compare_to', rule: unequal }]));
   return admitted(record, deps, options, limit, (signal) => answer(entry, args, deps, signal, limit, scope));
+}
+
+/** Why a call's running range cannot be compared on equal elapsed time (src/lib/comparison.ts), if it cannot. */
+function unequalComparison(args: Record<string, unknown>, timeZone: string): string | undefined {
+  const compareTo = args.compare_to as Comparison | undefined;
+  if (compareTo === undefined || typeof args.until !== 'string') return undefined;
+  return unequalElapsed(
+    args.start_date as string,
+    args.end_date as string,
+    compareTo,
+    Date.parse(args.until),
+    timeZone,
+  );
 }
 
 /**

@@ -7,7 +7,7 @@
  * The scratch data runs past the fixed "now", so rows later than it exist and must not count.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, structured, type Harness } from './support/harness.js';
+import { startHarness, structured, textOf, type Harness } from './support/harness.js';
 import { addOrder } from './support/sales-reports.js';
 import { createScratchDatabase, type ScratchDatabase } from './support/scratch.js';
 
@@ -347,6 +347,39 @@ describe('19.1 a running period against a whole one', () => {
       ]);
     },
   );
+
+  it('19.1.1 a running range holding 29 February is refused against the year before, naming compare_to and why; one it cannot shorten is answered', async () => {
+    for (const zone of ZONES) {
+      await fixClock(zone, '2028-03-02 12:00:00');
+      const refused = await harnesses.get(zone)!.call('query_sales', {
+        start_date: '2028-02-20',
+        end_date: '2028-03-05',
+        group_by: 'region',
+        compare_to: 'previous_year',
+      });
+      expect(refused.isError).toBe(true);
+      expect(textOf(refused)).toMatch(/compare_to: the range is still running and holds 29 February/);
+      expect(textOf(refused)).toMatch(/use previous_period/);
+      // The same range a period earlier, or a range from 29 February itself, keeps equal elapsed time.
+      for (const args of [
+        { start_date: '2028-02-20', end_date: '2028-03-05', compare_to: 'previous_period' },
+        { start_date: '2028-03-01', end_date: '2028-03-05', compare_to: 'previous_year' },
+      ]) {
+        const result = await harnesses.get(zone)!.call('query_order_count', args);
+        expect(result.isError, JSON.stringify(args)).toBeFalsy();
+        expect(structured<Side>(result).partial).toBe(true);
+      }
+      await fixClock(zone, '2028-02-29 12:00:00');
+      const today = await harnesses
+        .get(zone)!
+        .call('query_order_count', { period: 'today', compare_to: 'previous_year' });
+      expect(structured<{ comparison: Side }>(today).comparison.start_date).toBe('2027-02-28');
+      const month = await harnesses
+        .get(zone)!
+        .call('query_order_count', { period: 'month_to_date', compare_to: 'previous_year' });
+      expect(textOf(month)).toMatch(/compare_to: the range is still running and holds 29 February/);
+    }
+  });
 
   it('19.1.2 a range that has ended says partial: false and has no until, nor has its comparison', async () => {
     await fixClock('UTC', '2026-12-02 12:00:00');

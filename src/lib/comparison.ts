@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { oneOf } from './arguments.js';
+import { localToday } from './periods.js';
 import { cutFields, sameTimeOfDay } from './running.js';
 
 export const COMPARISONS = ['previous_period', 'previous_year'] as const;
@@ -96,6 +97,26 @@ export function pairGroups<Row>(
     return match === undefined ? { now: r } : { now: r, before: match };
   });
   return [...paired, ...[...before.values()].map((r) => ({ before: r }))];
+}
+
+/**
+ * Why a range still running cannot be compared on equal elapsed time, or undefined when it can: a year
+ * earlier has no 29 February, so a running range that holds one before its cut would be held to a
+ * range a day shorter. Such a comparison is refused rather than answered with figures that mislead.
+ */
+export function unequalElapsed(
+  startDate: string,
+  endDate: string,
+  compareTo: Comparison,
+  untilMs: number,
+  timeZone: string,
+): string | undefined {
+  const shift = dayShift(startDate, endDate, compareTo);
+  const cutDay = localToday(timeZone, untilMs);
+  if (cutDay < startDate) return undefined;
+  const span = (from: string, to: string): number => Math.round((ms(to) - ms(from)) / DAY_MS);
+  if (span(startDate, cutDay) === span(shift(startDate), shift(cutDay))) return undefined;
+  return `the range is still running and holds 29 February, which the year before does not have, so the same days a year earlier would be one day fewer; use previous_period, or a range of whole ISO weeks (52 weeks earlier), or ask again once the range has ended`;
 }
 
 export interface Change {
