@@ -17,6 +17,10 @@ const user = (text: string): PromptMessage => ({ role: 'user', content: { type: 
 const RULES =
   'Figures are net (cancelled and refunded orders are left out) unless a tool says otherwise; money is never added across currencies, so compare each currency on its own; say how fresh the figures are from data_as_of. The definitions are in the resource querygate://metrics.';
 
+/** What a model must know of a period that has not ended (src/lib/running.ts). */
+const RUNNING =
+  'Every answer covers it up to the current minute (partial: true, until), and weekly_sales_report and compare_to hold the earlier weeks or period to the same elapsed part, cut at the same local time of day: say the figures are so far, never set a day or week still running against a whole one, do not call today unusual, and never add up rows of two answers for the same day, week or month (a row with partial says which days it counts).';
+
 /** The labels of a sales grouping that sold in the last 90 days, read through query_sales as the caller. */
 const soldLately = (grouping: 'region' | 'category'): CompletionSource => ({
   tool: 'query_sales',
@@ -34,7 +38,7 @@ export const weeklySalesReview = definePrompt({
   messages: ({ week }, ctx) => {
     const w = resolveWeek(week, ctx.today);
     const days = { start_date: w.start_date, end_date: w.end_date };
-    const running = w.end_date >= ctx.today ? ` The week is still running: today is ${ctx.today}.` : '';
+    const running = w.end_date >= ctx.today ? ` The week is still running: today is ${ctx.today}. ${RUNNING}` : '';
     return [
       user(
         [
@@ -67,10 +71,14 @@ export const explainChange = definePrompt({
   messages: ({ metric, period, region, category }, ctx) => {
     const days = resolvePeriod(period, ctx.today);
     const scope = [region && `region "${region}"`, category && `category "${category}"`].filter(Boolean).join(' and ');
+    const running =
+      days.end_date >= ctx.today
+        ? ` The period is still running: today is ${ctx.today}. ${RUNNING} A figure asked for separately for the period before (query_top_products has no compare_to) covers it whole: do not set it against this one; say the comparison must wait until the period has ended.`
+        : '';
     return [
       user(
         [
-          `Explain why ${metric} changed over ${period} (${days.start_date} to ${days.end_date}, in the reporting time zone ${ctx.timeZone}) against the period of the same length just before it${scope ? `, for ${scope}` : ''}.`,
+          `Explain why ${metric} changed over ${period} (${days.start_date} to ${days.end_date}, in the reporting time zone ${ctx.timeZone}) against the period of the same length just before it${scope ? `, for ${scope}` : ''}.${running}`,
           '',
           `1. Measure the change: ${MEASURE[metric](period)}`,
           `2. Find the drivers: call query_sales with ${JSON.stringify({ period, group_by: 'region', compare_to: 'previous_period' })}, then with group_by "category"${scope ? `, and look at the rows of ${scope}` : ''}; for units, call query_top_products with ${JSON.stringify({ period, metric: 'units' })}.`,

@@ -8,7 +8,7 @@
  * rollups have no region, so such a statement reads the rows they sum instead, and stays exact.
  */
 import { sql, type AliasedSelectQueryBuilder, type Kysely, type RawBuilder, type SelectQueryBuilder } from 'kysely';
-import { acrossUtcDays, startOfDay } from '../src/db/range-sql.js';
+import { acrossUtcDays, endOfRange, startOfDay } from '../src/db/range-sql.js';
 import type { ResolvedRange } from '../src/lib/date-range.js';
 import type { QueryContext } from '../src/registry.js';
 import type { ReportingDatabase } from './schema.js';
@@ -57,7 +57,8 @@ function ordersBetween(
 }
 
 /**
- * Orders placed in [start 00:00, end + 1 day 00:00) of the reporting time zone, aliased `o`, of
+ * Orders placed in [start 00:00, end + 1 day 00:00) of the reporting time zone (up to the cut of a range
+ * that has not ended: endOfRange), aliased `o`, of
  * customers in `regions` when given. Both bounds are constant for the planner, so the range uses the
  * index on ordered_at.
  */
@@ -67,7 +68,7 @@ export function ordersInRange(
   timeZone: string,
   regions?: Regions,
 ) {
-  return ordersBetween(db, startOfDay(range.startDate, timeZone), startOfDay(range.endExclusive, timeZone), {
+  return ordersBetween(db, startOfDay(range.startDate, timeZone), endOfRange(range, timeZone), {
     regions,
   });
 }
@@ -77,7 +78,7 @@ export function orderHoursInRange(db: Kysely<ReportingDatabase>, range: Resolved
   return db
     .selectFrom('reporting.order_hours as h')
     .where('h.hour', '>=', startOfDay(range.startDate, timeZone))
-    .where('h.hour', '<', startOfDay(range.endExclusive, timeZone));
+    .where('h.hour', '<', endOfRange(range, timeZone));
 }
 
 /**
@@ -93,7 +94,7 @@ function partsUnlessRegions<RollupDB, RollupTB extends keyof RollupDB, RowsDB, R
   rows: (from: RawBuilder<Date>, to: RawBuilder<Date>) => SelectQueryBuilder<RowsDB, RowsTB, O>,
 ): AliasedSelectQueryBuilder<O, 'parts'> {
   if (regions === undefined) return acrossUtcDays(range, timeZone, rollup, rows).as('parts');
-  return rows(startOfDay(range.startDate, timeZone), startOfDay(range.endExclusive, timeZone)).as('parts');
+  return rows(startOfDay(range.startDate, timeZone), endOfRange(range, timeZone)).as('parts');
 }
 
 /**

@@ -57,10 +57,19 @@ import {
 } from '../pack/range-sql.js';
 import { NON_REVENUE_STATUSES } from '../pack/statuses.js';
 import { localPeriodOf, rollupCovers, type Period } from '../src/db/range-sql.js';
-import { oneOf } from '../src/lib/arguments.js';
-import { changeFields, changeOf, compareToField, comparisonEcho } from '../src/lib/comparison.js';
+import { MAX_ROWS, oneOf } from '../src/lib/arguments.js';
+import { changeFields, changeOf, compareToField, comparisonEcho, pairGroups } from '../src/lib/comparison.js';
 import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
-import { count, currency, echoRange, money, rangeEcho, rowsEnvelope } from '../src/lib/result-shape.js';
+import {
+  bucketBounds,
+  bucketFields,
+  count,
+  currency,
+  echoRange,
+  money,
+  rangeEcho,
+  rowsEnvelope,
+} from '../src/lib/result-shape.js';
 
 const GROUPINGS = ['day', 'week', 'month', 'region', 'category'] as const;
 type Grouping = (typeof GROUPINGS)[number];
@@ -82,18 +91,28 @@ const input = z
   .superRefine(checkDateRange, DATE_RANGE_ALWAYS);
 
 const row = z.object({
-  period: z.string().optional().describe('First day of the day, ISO week (Monday) or month, YYYY-MM-DD'),
+  period: z
+    .string()
+    .optional()
+    .describe(
+      'First day of the day, ISO week (Monday) or month, YYYY-MM-DD, even when the range covers only part of it',
+    ),
+  ...bucketFields,
   region: z.string().optional(),
   category: z.string().optional(),
   currency,
   order_count: count.describe('Net orders of the group in `currency`'),
   revenue: money.describe('Net revenue of the group in `currency`, rounded to 2 decimals'),
-  avg_order_value: money.describe('revenue / order_count, in `currency`, rounded to 2 decimals'),
+  avg_order_value: money
+    .nullable()
+    .describe(
+      'revenue / order_count, in `currency`, rounded to 2 decimals; null for a group listed with compare_to only because it sold in the comparison range',
+    ),
   prior_revenue: money
     .nullable()
     .optional()
     .describe(
-      'With compare_to, by region or category: the revenue of the same group and currency in the comparison range (null when it had none)',
+      'With compare_to, by region or category: the revenue of the same group and currency in the comparison range (0 when it had none; null when unknown, the comparison result being truncated). Every group that sold in either range is listed, one that sold nothing now with revenue 0',
     ),
   ...partial(changeFields),
 });
@@ -125,6 +144,7 @@ const output = z.object({
 });
 
 type Row = z.infer<typeof row>;
+type Output = z.infer<typeof output>;
 
 /** The change fields, optional: a row carries them only when the call compared. */
 function partial<T extends Record<string, z.ZodType>>(fields: T): { [K in keyof T]: z.ZodOptional<T[K]> } {
@@ -138,6 +158,37 @@ function revenueByCurrency(rows: readonly Row[]): Map<string, number> {
   return new Map([...cents].map(([c, v]) => [c, v / 100]));
 }
 
+/**
+ * The rows of a comparison by region or category: every group of either range, so that one that sold
+ * before and nothing now is listed with revenue 0 and its fall (-100 %). The current order stays;
+ * such groups follow the others of their currency. A group missing from a complete prior result had
+ * no sales then (prior_revenue 0); from a truncated one, it is unknown (null). Missing from a
+ * truncated current result, a prior group may lie beyond the cut, so none is added.
+ */
+function comparedGroups(current: Output, prior: Output): { rows: Row[]; truncated: boolean } {
+  const key = (r: Row): string => `${r.region ?? r.category}\u0000${r.currency}`;
+  const name = keyName(current.group_by);
+  const paired = pairGroups(current.rows, current.truncated ? [] : prior.rows, key).map(({ now, before }): Row => {
+    if (now === undefined) {
+      return {
+        [name]: before![name],
+        currency: before!.currency,
+        order_count: 0,
+        revenue: 0,
+        avg_order_value: null,
+        prior_revenue: before!.revenue,
+        ...changeOf(0, before!.revenue),
+      };
+    }
+    const priorRevenue = before?.revenue ?? (prior.truncated ? null : 0);
+    return { ...now, prior_revenue: priorRevenue, ...changeOf(now.revenue, priorRevenue) };
+  });
+  // Stable: each currency's rows stay in the order above.
+  paired.sort((a, b) => (a.currency < b.currency ? -1 : a.currency > b.currency ? 1 : 0));
+  const cut = paired.length > MAX_ROWS;
+  return { rows: cut ? paired.slice(0, MAX_ROWS) : paired, truncated: current.truncated || cut };
+}
+
 const keyName = (grouping: Grouping): 'period' | 'region' | 'category' =>
   grouping === 'region' || grouping === 'category' ? grouping : 'period';
 
@@ -148,7 +199,7 @@ export const querySales = defineTemplate({
     'Net sales between start_date and end_date (both inclusive, at most 90 days), grouped by day, week (ISO, starting Monday), month, customer region or product category.',
     'Use it for revenue, order volume and average order value questions: "revenue by region this quarter", "daily sales last month", "which category sold most in March".',
     'Net sales leave out cancelled and refunded orders. Revenue is the sum of quantity x unit price of the order items; by category, order_count is the number of orders holding at least one item of that category.',
-    'Periods are labelled by their first day, which may fall before start_date; only orders inside the range are counted. Periods without sales are not listed.',
+    'Periods are labelled by their first day, which may fall before start_date; only orders inside the range are counted, and a period the range covers only in part (cut by start_date, end_date, or the current minute while the range is running) says partial: true with the first_day and last_day it counts. Periods without sales are not listed.',
     'region keeps to the customers of one region: "daily sales in Europe last month".',
     'Money is never added across currencies: each row is one group in one currency (its currency field), so a range with orders in several currencies gives one row per group and currency. Periods come in time order, each with its currencies alphabetically; regions and categories come currency by currency, highest revenue first within each.',
     'With compare_to (previous_period or previous_year) the result also gives each currency\'s revenue in the comparison range and the change in percent, and by region or category each row\'s prior revenue and change: "revenue by region last week against the same week last year".',
@@ -254,9 +305,12 @@ export const querySales = defineTemplate({
     ...echoRange(args, ctx.timeZone),
     group_by: args.group_by,
     ...(args.region === undefined ? {} : { region: args.region }),
-    rows: rows.map(
-      ({ group_key, ...figures }) => ({ [keyName(args.group_by)]: group_key, ...figures }) as z.infer<typeof row>,
-    ),
+    rows: rows.map(({ group_key, ...figures }) => {
+      const { group_by: by } = args;
+      const bounds =
+        by === 'region' || by === 'category' ? {} : bucketBounds(String(group_key), by, args, ctx.timeZone);
+      return { [keyName(by)]: group_key, ...bounds, ...figures } as z.infer<typeof row>;
+    }),
     row_count: rows.length,
     truncated: page.truncated,
   }),
@@ -266,17 +320,11 @@ export const querySales = defineTemplate({
     const before = revenueByCurrency(prior.rows);
     const currencies = [...new Set([...now.keys(), ...before.keys()])].sort();
     const keyed = current.group_by === 'region' || current.group_by === 'category';
-    const key = (r: Row): string => `${r.region ?? r.category}\u0000${r.currency}`;
-    const priorRows = new Map(prior.rows.map((r) => [key(r), r.revenue]));
+    const rows = keyed ? comparedGroups(current, prior) : { rows: current.rows, truncated: current.truncated };
     return {
       ...current,
-      rows: keyed
-        ? current.rows.map((r) => {
-            // A group missing from a complete prior result had no sales then; from a truncated one, it is unknown.
-            const before = priorRows.get(key(r)) ?? (prior.truncated ? null : 0);
-            return { ...r, prior_revenue: priorRows.get(key(r)) ?? null, ...changeOf(r.revenue, before) };
-          })
-        : current.rows,
+      ...rows,
+      row_count: rows.rows.length,
       comparison: {
         ...comparison,
         totals: truncated

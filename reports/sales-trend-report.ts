@@ -17,6 +17,8 @@ import { ArgumentError } from '../src/errors.js';
 import { MAX_ROWS } from '../src/lib/arguments.js';
 import { changeOf } from '../src/lib/comparison.js';
 import { count, currency, money } from '../src/lib/result-shape.js';
+import { isoInZone } from '../src/lib/local-day.js';
+import { sameTimeOfDay } from '../src/lib/running.js';
 import { isoWeekOf, resolveWeek, weekArgument } from '../src/lib/weeks.js';
 import { defineReport, type ReportAnswer } from '../src/reports.js';
 import { trendHtml } from './trend-html.js';
@@ -55,9 +57,18 @@ const weekRow = z.object({
     .number()
     .nullable()
     .describe(
-      'Revenue change from the week before in percent; null for the first week, or when the week before had none',
+      'Revenue change from the week before in percent; null for the first week, or when the week before had none. For a week still running, against the week before up to the same local time of the same weekday',
     ),
   change_note: z.string().optional(),
+  partial: z
+    .boolean()
+    .describe('True for a week still running: its figures cover its Monday up to until, not the whole week'),
+  until: z
+    .string()
+    .optional()
+    .describe(
+      'With partial: the instant covered up to (not included; the current minute), ISO 8601 in the offset of time_zone',
+    ),
 });
 
 const output = z.object({
@@ -67,7 +78,11 @@ const output = z.object({
   start_date: z.string(),
   end_date: z.string(),
   time_zone: z.string(),
-  partial: z.boolean().describe('True when the last week is still running'),
+  partial: z
+    .boolean()
+    .describe(
+      'True when the last week is still running: its row covers it up to until, and its change is against the week before up to the same local time',
+    ),
   rows: z.array(weekRow).describe('One row per week and currency, weeks in time order, currencies alphabetically'),
 });
 type Output = z.infer<typeof output>;
@@ -105,8 +120,11 @@ export const salesTrendReport = defineReport({
     ...args,
     through_week: resolveWeek(args.through_week ?? 'last_week', ctx.today, 'through_week').week,
   }),
-  // One week more than asked for, read first, gives the first week its change too.
-  steps: (args) => Math.ceil((args.weeks + 1) / WEEKS_PER_QUERY),
+  // One week more than asked for, read first, gives the first week its change too; a running last week
+  // takes one more, the week before cut at the same local time.
+  steps: (args, ctx) =>
+    Math.ceil((args.weeks + 1) / WEEKS_PER_QUERY) +
+    (resolveWeek(args.through_week ?? 'last_week', ctx.today, 'through_week').end_date >= ctx.today ? 1 : 0),
   build: async (run, args, ctx): Promise<Output> => {
     const last = resolveWeek(args.through_week ?? 'last_week', ctx.today, 'through_week');
     const start = shift(last.start_date, -7 * (args.weeks - 1));
@@ -122,13 +140,29 @@ export const salesTrendReport = defineReport({
         });
       }
     }
+    // A week still running is held to the week before up to the same local time of the same weekday.
+    const partial = last.end_date >= ctx.today;
+    const untilMs = Math.floor(ctx.nowMs / 60_000) * 60_000;
+    const beforeLast = new Map<string, number>();
+    if (partial) {
+      const until = sameTimeOfDay(untilMs, ctx.timeZone, (d) => shift(d, -7));
+      const monday = shift(last.start_date, -7);
+      const answer = await run(
+        querySales,
+        { start_date: monday, end_date: shift(monday, 6), group_by: 'week' },
+        { until },
+      );
+      for (const row of answer.rows) beforeLast.set(row.currency, Math.round(row.revenue * 100));
+    }
     const currencies = [...new Set([...sums.keys()].map((k) => k.split('|')[1]!))].sort();
     const rows: Output['rows'] = [];
     for (let k = 0; k < args.weeks; k++) {
       const monday = shift(start, 7 * k);
       for (const c of currencies) {
         const sum = sums.get(`${monday}|${c}`) ?? { cents: 0, orders: 0 };
-        const change = changeOf(sum.cents, sums.get(`${shift(monday, -7)}|${c}`)?.cents ?? 0);
+        const running = partial && monday === last.start_date;
+        const before = running ? (beforeLast.get(c) ?? 0) : (sums.get(`${shift(monday, -7)}|${c}`)?.cents ?? 0);
+        const change = changeOf(sum.cents, before);
         rows.push({
           week: isoWeekOf(monday).week,
           start_date: monday,
@@ -137,6 +171,8 @@ export const salesTrendReport = defineReport({
           order_count: sum.orders,
           avg_order_value: sum.orders === 0 ? null : Math.round(sum.cents / sum.orders) / 100,
           ...change,
+          partial: running,
+          ...(running ? { until: isoInZone(untilMs, ctx.timeZone) } : {}),
         });
       }
     }
@@ -156,7 +192,7 @@ export const salesTrendReport = defineReport({
       start_date: start,
       end_date: last.end_date,
       time_zone: ctx.timeZone,
-      partial: last.end_date >= ctx.today,
+      partial,
       rows,
     };
   },

@@ -10,17 +10,26 @@
  * query_sales (by day for the week, the week before and the eight weeks before that; by week a year
  * earlier; by region and by category for the week and the week before), query_order_count for the
  * three weeks, and query_top_products for the week and the week before. In a whole-hour zone every one
- * of them reads a rollup. A week still running is compared day for day: Monday to today against Monday
- * to the same weekday of the other weeks.
+ * of them reads a rollup. A week still running is compared on equal elapsed time: Monday up to the
+ * current minute against Monday up to the same local time of the same weekday of the other weeks
+ * (src/lib/running.ts), and its unfinished day is never judged notable.
  */
 import { z } from 'zod';
 import { queryOrderCount } from '../queries/query-order-count.js';
 import { querySales } from '../queries/query-sales.js';
 import { queryTopProducts } from '../queries/query-top-products.js';
-import { changeOf } from '../src/lib/comparison.js';
+import { changeOf, pairGroups } from '../src/lib/comparison.js';
 import { resolveWeek, weekArgument } from '../src/lib/weeks.js';
 import { count, currency, money } from '../src/lib/result-shape.js';
-import { defineReport, type ReportAnswer, type RunTemplate, type TemplateAnswer } from '../src/reports.js';
+import { isoInZone } from '../src/lib/local-day.js';
+import { sameTimeOfDay } from '../src/lib/running.js';
+import {
+  defineReport,
+  type ReportAnswer,
+  type RunOptions,
+  type RunTemplate,
+  type TemplateAnswer,
+} from '../src/reports.js';
 import { notableDays, NOTABLE_RULE } from './notable-days.js';
 import { weeklyHtml } from './weekly-html.js';
 import { weeklyMarkdown } from './weekly-markdown.js';
@@ -39,6 +48,12 @@ const input = z.strictObject({ week: weekArgument });
 const range = z.object({
   start_date: z.string().describe('First day (YYYY-MM-DD)'),
   end_date: z.string().describe('Last day (YYYY-MM-DD)'),
+  until: z
+    .string()
+    .optional()
+    .describe(
+      "While the week is running: the instant these days are covered up to (not included), the same local time of day as the week's own until; ISO 8601 in the offset of time_zone",
+    ),
 });
 
 const changeUnit = z
@@ -72,6 +87,11 @@ const dayRow = z.object({
   last_week_revenue: money,
   change_pct: z.number().nullable(),
   change_note: z.string().optional(),
+  partial: z
+    .boolean()
+    .describe(
+      'True for today while the week is running: revenue covers the day up to until, and last_week_revenue its weekday of the week before up to the same local time (last_week.until)',
+    ),
 });
 
 const productRow = z.object({
@@ -113,7 +133,17 @@ const output = z.object({
   end_date: z.string().describe('Its Sunday'),
   through_date: z.string().describe('The last day covered: end_date, or today while the week is still running'),
   time_zone: z.string(),
-  partial: z.boolean().describe('True while the week is still running: figures cover start_date..through_date'),
+  partial: z
+    .boolean()
+    .describe(
+      'True while the week is still running: figures cover start_date up to until, and every comparison the same elapsed part of its week, to the same local time of day',
+    ),
+  until: z
+    .string()
+    .optional()
+    .describe(
+      'While the week is running: the instant its figures are covered up to (not included; the current minute), ISO 8601 in the offset of time_zone',
+    ),
   has_orders: z.boolean().describe('False when no order was placed in the days covered'),
   summary: z.string().describe('One sentence a person can read first'),
   last_week: range.describe('The days this week is compared with, the week before'),
@@ -133,14 +163,17 @@ export type WeeklySalesReport = ReportAnswer<Output>;
 type SalesAnswer = TemplateAnswer<typeof querySales>;
 type SalesRow = SalesAnswer['rows'][number];
 
-/** The revenue and net orders of each day and currency, split until no answer is cut at the row cap. */
-async function dailySales(run: RunTemplate, start: string, end: string): Promise<SalesRow[]> {
-  const answer = await run(querySales, { start_date: start, end_date: end, group_by: 'day' });
+/**
+ * The revenue and net orders of each day and currency, split until no answer is cut at the row cap;
+ * up to `options.until` when given (only the last day can hold it).
+ */
+async function dailySales(run: RunTemplate, start: string, end: string, options?: RunOptions): Promise<SalesRow[]> {
+  const answer = await run(querySales, { start_date: start, end_date: end, group_by: 'day' }, options);
   if (!answer.truncated) return answer.rows;
   if (start === end) throw new Error(`more currencies on ${start} than one answer holds`);
   const days = Math.round((Date.parse(end) - Date.parse(start)) / DAY_MS) + 1;
   const middle = shift(start, Math.floor(days / 2) - 1);
-  return [...(await dailySales(run, start, middle)), ...(await dailySales(run, shift(middle, 1), end))];
+  return [...(await dailySales(run, start, middle)), ...(await dailySales(run, shift(middle, 1), end, options))];
 }
 
 /** Sums of revenue (in cents, so exactly) and net orders per currency over the given days. */
@@ -177,7 +210,7 @@ export const weeklySalesReport = defineReport({
   description: [
     'The weekly sales report for one ISO week (Monday to Sunday): net revenue, orders, average order value and cancellation and refund rates, each against the week before and the same week a year earlier; revenue by day against the same weekdays of the week before; the top 5 products of each currency with their rank the week before; revenue by region and by category with the change; and notable days, whose revenue is far from the same weekday of the 8 weeks before.',
     'Use it for "how did last week go?" or "give me the weekly report for week 48". Give week as last_week or this_week for relative questions, or as an ISO week (2026-W48) or any day inside it.',
-    'A week still running is marked partial and compared day for day with the same weekdays of the other weeks. Money is never added across currencies: revenue figures come per currency.',
+    'A week still running is marked partial and covered up to the current minute (until); the other weeks are cut at the same local time of the same weekday, so every comparison is on equal elapsed time, and today is never judged a notable day. Money is never added across currencies: revenue figures come per currency.',
   ].join(' '),
   input,
   examples: [{ week: 'last_week' }, { week: '2025-W24' }, { week: '2025-06-11' }],
@@ -190,19 +223,30 @@ export const weeklySalesReport = defineReport({
     // A week that has not begun is refused, naming the field.
     const week = resolveWeek(args.week, ctx.today);
     const through = week.end_date < ctx.today ? week.end_date : ctx.today;
-    const partial = through < week.end_date;
+    // Today is running until it has ended, Sunday too: the templates cut a range ending today at the
+    // current minute, and the other weeks are cut here at the same local time of the same weekday.
+    const partial = through === ctx.today;
+    const untilMs = Math.floor(ctx.nowMs / 60_000) * 60_000;
+    const cutBack = (days: number): RunOptions =>
+      partial ? { until: sameTimeOfDay(untilMs, ctx.timeZone, (d) => shift(d, days)) } : {};
+    const [lastCut, agoCut] = [cutBack(-7), cutBack(-364)];
+    const untilOf = (options: RunOptions) =>
+      options.until === undefined ? {} : { until: isoInZone(options.until, ctx.timeZone) };
     const current = { start_date: week.start_date, end_date: through };
     const lastWeek = { start_date: shift(week.start_date, -7), end_date: shift(through, -7) };
     const yearAgo = { start_date: shift(week.start_date, -364), end_date: shift(through, -364) };
 
-    // Revenue by day: this week and the one before in one answer, the baseline weeks in another.
-    const recent = await dailySales(run, lastWeek.start_date, through);
+    // Revenue by day: this week, the week before (cut as this one is), and the baseline weeks.
+    const recent = [
+      ...(await dailySales(run, lastWeek.start_date, lastWeek.end_date, lastCut)),
+      ...(await dailySales(run, current.start_date, current.end_date)),
+    ];
     const baseline = await dailySales(run, shift(week.start_date, -7 * BASELINE_WEEKS), shift(through, -14));
-    const yearAgoSales = await run(querySales, { ...yearAgo, group_by: 'week' });
+    const yearAgoSales = await run(querySales, { ...yearAgo, group_by: 'week' }, agoCut);
     const [counts, lastCounts, yearAgoCounts] = [
       await run(queryOrderCount, current),
-      await run(queryOrderCount, lastWeek),
-      await run(queryOrderCount, yearAgo),
+      await run(queryOrderCount, lastWeek, lastCut),
+      await run(queryOrderCount, yearAgo, agoCut),
     ];
 
     const now = totals(recent, current.start_date, current.end_date);
@@ -271,12 +315,13 @@ export const weeklySalesReport = defineReport({
           last_week_revenue: last,
           change_pct,
           ...(change_note ? { change_note } : {}),
+          partial: partial && day === through,
         });
       }
     }
 
     const top = await run(queryTopProducts, { ...current, limit: TOP_PRODUCTS });
-    const topBefore = await run(queryTopProducts, { ...lastWeek, limit: 100 });
+    const topBefore = await run(queryTopProducts, { ...lastWeek, limit: 100 }, lastCut);
     const rankBefore = new Map<string, number>();
     const seen = new Map<string, number>();
     for (const row of topBefore.rows) {
@@ -295,19 +340,14 @@ export const weeklySalesReport = defineReport({
     const segments = async (by: 'region' | 'category'): Promise<Segment[]> => {
       const [nowRows, beforeRows] = [
         (await run(querySales, { ...current, group_by: by })).rows,
-        (await run(querySales, { ...lastWeek, group_by: by })).rows,
+        (await run(querySales, { ...lastWeek, group_by: by }, lastCut)).rows,
       ];
       // Every group that sold in either week: one that sold nothing this week shows its fall to 0.
-      const revenues = new Map<string, { key: string; currency: string; now: number; before: number }>();
-      const group = (r: SalesRow) => {
-        const id = `${r[by]}\u0000${r.currency}`;
-        const known = revenues.get(id) ?? { key: r[by]!, currency: r.currency, now: 0, before: 0 };
-        revenues.set(id, known);
-        return known;
-      };
-      for (const r of nowRows) group(r).now = r.revenue;
-      for (const r of beforeRows) group(r).before = r.revenue;
-      return [...revenues.values()]
+      const revenues = pairGroups(nowRows, beforeRows, (r) => `${r[by]}\u0000${r.currency}`).map((g) => {
+        const row = (g.now ?? g.before)!;
+        return { key: row[by]!, currency: row.currency, now: g.now?.revenue ?? 0, before: g.before?.revenue ?? 0 };
+      });
+      return revenues
         .sort(
           (a, b) =>
             (a.currency < b.currency ? -1 : a.currency > b.currency ? 1 : 0) ||
@@ -331,15 +371,17 @@ export const weeklySalesReport = defineReport({
     const categories = (await segments('category')).map(({ key, ...figures }) => ({ category: key, ...figures }));
 
     const history = new Map([...baseline, ...recent].map((r) => [`${r.period}|${r.currency}`, r.revenue]));
+    // Only days that have ended are judged: a day half over is not a low day.
     const notable = notableDays(
-      current,
+      { start_date: current.start_date, end_date: partial ? shift(through, -1) : through },
       currencies.filter((c) => now.has(c)),
       (day, c) => history.get(`${day}|${c}`) ?? 0,
       BASELINE_WEEKS,
     ).map((d) => ({ ...d, weekday: weekday(d.date) }));
 
     const hasOrders = counts.order_count > 0;
-    const days = `${current.start_date} to ${current.end_date}${partial ? ', so far' : ''}`;
+    const until = partial ? isoInZone(untilMs, ctx.timeZone) : undefined;
+    const days = `${current.start_date} to ${current.end_date}${until ? `, so far (until ${until.slice(11, 16)})` : ''}`;
     const summary = hasOrders
       ? `${week.week} (${days}): ${counts.order_count} orders; net revenue ${currencies
           .filter((c) => now.has(c))
@@ -351,10 +393,11 @@ export const weeklySalesReport = defineReport({
       through_date: through,
       time_zone: ctx.timeZone,
       partial,
+      ...(until ? { until } : {}),
       has_orders: hasOrders,
       summary,
-      last_week: lastWeek,
-      year_ago: yearAgo,
+      last_week: { ...lastWeek, ...untilOf(lastCut) },
+      year_ago: { ...yearAgo, ...untilOf(agoCut) },
       metrics,
       daily,
       top_products: topProducts,

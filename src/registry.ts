@@ -24,9 +24,11 @@ import { argumentCombinations } from './lib/argument-combinations.js';
 import { MAX_ROWS } from './lib/arguments.js';
 import { assertDateInputs } from './lib/date-inputs.js';
 import { parseDay, quote } from './lib/date-range.js';
-import { comparisonRange, type Comparison } from './lib/comparison.js';
+import { comparisonCut, comparisonRange, unequalElapsed, type Comparison } from './lib/comparison.js';
 import { appliesScope, outsideScope, scopeOf, unboundScopeValues, type DataScope } from './lib/data-scope.js';
 import { localToday, resolvePeriod, type Period } from './lib/periods.js';
+import { isoUtc } from './lib/local-day.js';
+import { cutEcho, cutRunning } from './lib/running.js';
 import { MASK_FOR, MASKS, initials, lastFourDigits, maskEmail, type Mask, type Tokenizer } from './lib/masking.js';
 import type { CallLimits } from './limits.js';
 import type { Logger } from './logger.js';
@@ -177,6 +179,9 @@ export interface ComparisonEcho {
   readonly compare_to: Comparison;
   readonly start_date: string;
   readonly end_date: string;
+  /** True when the current range had not ended: this one is cut at the same local time of day, `until`. */
+  readonly partial: boolean;
+  readonly until?: string;
 }
 
 // Templates differ in their argument and output types; the registry only needs them erased.
@@ -485,7 +490,7 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
       scope: DataScope | undefined,
       step: (rows: number) => void,
     ): RunTemplate =>
-    async (template, args) => {
+    async (template, args, options) => {
       const entry = byName.get(template.name);
       if (!entry || entry.template !== template || !report.uses.includes(template)) {
         throw new ConfigError(`report ${report.name} ran template ${template.name}, which it does not declare`);
@@ -497,6 +502,8 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
         );
       }
       const resolved = resolvePeriods(parsed.data, deps.ctx.timeZone, nowMs) as Record<string, unknown>;
+      // A report comparing a running range cuts the other range itself (at the same local time of day).
+      if (options?.until !== undefined) resolved.until = isoUtc(options.until);
       const { data, rowCount } = await answer(entry, resolved, deps, signal, limits?.[template.name], scope);
       step(rowCount);
       return data as never;
@@ -827,13 +834,15 @@ function describe(template: AnyTemplate, inputSchema: Tool['inputSchema']): stri
 
 /**
  * A validated call's arguments with its `period`, if any, turned into the days it stands for on the
- * day `nowMs` falls on in the reporting time zone; the period stays, for the result to echo.
+ * day `nowMs` falls on in the reporting time zone; the period stays, for the result to echo. A range
+ * still running at `nowMs` gets `until`, the instant it is cut at.
  */
 export function resolvePeriods(args: unknown, timeZone: string, nowMs: number): unknown {
   if (typeof args !== 'object' || args === null) return args;
   const { period } = args as { period?: Period };
-  if (period === undefined) return args;
-  return { ...args, ...resolvePeriod(period, localToday(timeZone, nowMs)) };
+  const days = period === undefined ? args : { ...args, ...resolvePeriod(period, localToday(timeZone, nowMs)) };
+  // A range that has not ended is cut at the current minute (src/lib/running.ts).
+  return cutRunning(days, timeZone, nowMs);
 }
 
 /** The instant start-up checks resolve periods at: any would do, a fixed one keeps the checks repeatable. */
@@ -1262,10 +1271,20 @@ async function answer(
   let { output, suppressed } = current;
   const compareTo = args.compare_to as Comparison | undefined;
   if (compareTo !== undefined && template.compare) {
-    const range = comparisonRange(args.start_date as string, args.end_date as string, compareTo);
-    const { compare_to: _compare, period: _period, ...rest } = args;
-    const prior = await run({ ...rest, ...range });
-    output = template.compare(output, prior.output, { compare_to: compareTo, ...range });
+    const [start, end] = [args.start_date as string, args.end_date as string];
+    const range = comparisonRange(start, end, compareTo);
+    // A range still running is compared with the same part of the other: cut at the same local time of day.
+    const until =
+      typeof args.until === 'string'
+        ? isoUtc(comparisonCut(start, end, compareTo, Date.parse(args.until), deps.ctx.timeZone))
+        : undefined;
+    const { compare_to: _compare, period: _period, until: _until, ...rest } = args;
+    const prior = await run({ ...rest, ...range, ...(until ? { until } : {}) });
+    output = template.compare(output, prior.output, {
+      compare_to: compareTo,
+      ...range,
+      ...cutEcho({ until }, deps.ctx.timeZone),
+    });
     suppressed += prior.suppressed;
   }
   const checked = entry.output.safeParse({
@@ -1421,7 +1440,22 @@ async function runTemplate(
   const scope = scopeOf(options.caller);
   const outside = outsideScope(args, scope);
   if (outside.length > 0) return record.reject(new ArgumentError(outside, OUTSIDE_DATA_SCOPE));
+  const unequal = unequalComparison(args, deps.ctx.timeZone);
+  if (unequal) return record.reject(new ArgumentError([{ field: 'compare_to', rule: unequal }]));
   return admitted(record, deps, options, limit, (signal) => answer(entry, args, deps, signal, limit, scope));
+}
+
+/** Why a call's running range cannot be compared on equal elapsed time (src/lib/comparison.ts), if it cannot. */
+function unequalComparison(args: Record<string, unknown>, timeZone: string): string | undefined {
+  const compareTo = args.compare_to as Comparison | undefined;
+  if (compareTo === undefined || typeof args.until !== 'string') return undefined;
+  return unequalElapsed(
+    args.start_date as string,
+    args.end_date as string,
+    compareTo,
+    Date.parse(args.until),
+    timeZone,
+  );
 }
 
 /**

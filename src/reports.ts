@@ -16,9 +16,22 @@ export type TemplateAnswer<T> = (T extends QueryTemplate<any, infer Output> ? Ou
 
 /**
  * Runs one of the report's templates for the report's caller, with the arguments a model would give
- * it. Arguments the template refuses are the report's own mistake (a programmer error).
+ * it. Arguments the template refuses are the report's own mistake (a programmer error). A range that
+ * has not ended is cut at the current minute, as for a model's call.
  */
-export type RunTemplate = <T extends AnyTemplate>(template: T, args: z.input<T['input']>) => Promise<TemplateAnswer<T>>;
+export type RunTemplate = <T extends AnyTemplate>(
+  template: T,
+  args: z.input<T['input']>,
+  options?: RunOptions,
+) => Promise<TemplateAnswer<T>>;
+
+export interface RunOptions {
+  /**
+   * Cut the range at this instant (milliseconds since the epoch), as a range still running is cut at
+   * the current minute: for the range a running one is compared with (src/lib/running.ts, sameTimeOfDay).
+   */
+  readonly until?: number;
+}
 
 export interface ReportContext extends QueryContext {
   /** Today in the reporting time zone (YYYY-MM-DD), as the call sees it. */

@@ -169,9 +169,9 @@ export const ${exportName} = defineTemplate({
   // TODO The Kysely query, without LIMIT (the registry adds it), every value a bind parameter:
   //   db.selectFrom('<schema>.<view> as t')
   //     .where('t.<timestamp column>', '>=', startOfDay(range.startDate, ctx.timeZone))
-  //     .where('t.<timestamp column>', '<', startOfDay(range.endExclusive, ctx.timeZone))
+  //     .where('t.<timestamp column>', '<', endOfRange(range, ctx.timeZone))
   //     .select([...]).groupBy([...]).orderBy(...)
-  // with range = resolveRange(args) (src/lib/date-range.ts) and startOfDay from src/db/range-sql.ts.
+  // with range = resolveRange(args) (src/lib/date-range.ts), startOfDay and endOfRange from src/db/range-sql.ts.
   query: () => {
     throw new ConfigError(
       'template ${name} is scaffolded but not filled in: write its query(), columns and output in ${file}',

@@ -111,8 +111,12 @@ async function expectedSales(range: Range, timeZone: string, groupBy: (typeof GR
   } else {
     if (byPeriod) params.push(groupBy);
     const key = byPeriod ? `to_char(date_trunc($4, o.ordered_at at time zone $3), 'YYYY-MM-DD')` : 'c.region';
+    // The last day of the period, for the rows of a period the range covers in part.
+    const end = byPeriod
+      ? `max(to_char(date_trunc($4, o.ordered_at at time zone $3) + ('1 ' || $4)::interval - interval '1 day', 'YYYY-MM-DD'))`
+      : 'null';
     query = `select ${key} as key, o.currency, count(*)::text as n, round(sum(o.total_amount), 2)::text as revenue,
-                    round(sum(o.total_amount) / count(*), 2)::text as avg
+                    round(sum(o.total_amount) / count(*), 2)::text as avg, ${end} as period_end
                from sales.orders o join sales.customers c on c.id = o.customer_id
               where ${IN_RANGE} and ${NET} group by 1, 2`;
   }
@@ -122,18 +126,28 @@ async function expectedSales(range: Range, timeZone: string, groupBy: (typeof GR
     n: string;
     revenue: string;
     avg: string;
+    period_end?: string | null;
   }>(query, params);
   const name = byPeriod ? 'period' : groupBy;
+  const part = (first: string, last: string | null | undefined) => {
+    if (!last) return {};
+    const [from, to] = [
+      first < range.start_date ? range.start_date : first,
+      last > range.end_date ? range.end_date : last,
+    ];
+    return from === first && to === last ? {} : { partial: true, first_day: from, last_day: to };
+  };
   return rows
     .map((r) => ({
       [name]: r.key,
+      ...part(r.key, r.period_end),
       currency: r.currency,
       order_count: Number(r.n),
       revenue: Number(r.revenue),
       avg_order_value: Number(r.avg),
     }))
     .sort((a, b) => {
-      const [ka, kb] = [a[name] as string, b[name] as string];
+      const [ka, kb] = [(a as Record<string, unknown>)[name] as string, (b as Record<string, unknown>)[name] as string];
       // Periods in time order, each with its currencies; regions and categories currency by currency.
       if (byPeriod) return compare(ka, kb) || compare(a.currency, b.currency);
       return compare(a.currency, b.currency) || b.revenue - a.revenue || compare(ka, kb);

@@ -94,6 +94,21 @@ describe.each(['legacy', 'modern'] as const)('the sales prompts, %s', (era) => {
     expect(running).toContain('still running: today is 2025-07-01');
   });
 
+  it('19.1.4 a week or period still running is reviewed on equal elapsed time, never a partial day against a whole one', async () => {
+    const running = await get('weekly_sales_review', { week: 'this_week' });
+    expect(running).toMatch(/up to the current minute \(partial: true, until\)/);
+    expect(running).toMatch(/same elapsed part, cut at the same local time of day/);
+    expect(running).toMatch(/do not call today unusual/);
+    expect(running).toMatch(/never add up rows of two answers for the same day, week or month/);
+    const ended = await get('weekly_sales_review', { week: 'last_week' });
+    expect(ended).not.toMatch(/current minute/);
+    // query_top_products cannot be cut: its whole period before is not to be set against a running one.
+    const units = await get('explain_change', { metric: 'units', period: 'month_to_date' });
+    expect(units).toMatch(/still running: today is 2025-07-01/);
+    expect(units).toMatch(/query_top_products has no compare_to\) covers it whole: do not set it against this one/);
+    expect(await get('explain_change', { metric: 'units', period: 'last_month' })).not.toMatch(/still running/);
+  });
+
   it('explain a change over the days the period stands for, in the region asked for', async () => {
     const { rows } = await admin.query<{ first: string; last: string }>(
       `select (date_trunc('month', $1::date) - interval '1 month')::date::text as first,

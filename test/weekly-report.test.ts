@@ -18,6 +18,7 @@ import {
   checkWeeklyReport,
   expectedTrendRows,
   type TrendReport,
+  type WeekCuts,
   type WeeklyReport,
 } from './support/sales-reports.js';
 import { createScratchDatabase, type ScratchDatabase } from './support/scratch.js';
@@ -32,9 +33,23 @@ const ZONES = ['UTC', 'America/Havana', 'Asia/Kolkata'];
 /** The planted day: Wednesday 11 June, forty extra paid orders of 500.00 USD at noon UTC. */
 const PLANTED = '2025-06-11';
 
+// Just after midnight, midday, the last minute of a day, and Havana's midnight jump (9 March 2025, and
+// 10 March 2024 a year earlier) with the Monday after it.
+const RUNNING = ZONES.flatMap((zone) =>
+  [
+    '2025-06-18 00:07:31',
+    '2025-06-18 12:00:00',
+    '2025-06-18 23:59:59',
+    '2025-03-09 12:00:00',
+    '2025-03-10 01:30:00',
+  ].map((local) => [zone, local] as const),
+);
+
 let scratch: ScratchDatabase;
 let data: SalesData;
 const harnesses = new Map<string, Harness>();
+/** The reports' clock: NOW, unless a test moves it (and puts it back). */
+let clock = NOW;
 
 beforeAll(async () => {
   scratch = await createScratchDatabase('weekly_report', { orders: 6000, until: '2025-06-30' });
@@ -57,7 +72,7 @@ beforeAll(async () => {
       await startHarness({
         readerUrl: scratch.readerUrl,
         timeZone,
-        now: () => NOW,
+        now: () => clock,
         content: contentOf([salesPack], () => NOW),
       }),
     );
@@ -73,8 +88,24 @@ async function report(zone: string, week: string): Promise<WeeklyReport> {
 }
 
 /** Checks every figure of a report on the days from..to against the raw orders. */
-const checkReport = (r: WeeklyReport, zone: string, from: string, to: string): void =>
-  checkWeeklyReport(data, r, zone, from, to);
+const checkReport = (r: WeeklyReport, zone: string, from: string, to: string, cuts?: WeekCuts): void =>
+  checkWeeklyReport(data, r, zone, from, to, cuts);
+
+/**
+ * The clock at a local wall-clock time in a zone, and where a running week is cut: the minute, and the
+ * same local time 7 and 364 days earlier, all by PostgreSQL's own time-zone arithmetic.
+ */
+async function clockAt(zone: string, local: string): Promise<WeekCuts> {
+  const { rows } = await scratch.admin.query<Record<string, string>>(
+    `select (extract(epoch from ($1::timestamp at time zone $2)) * 1000)::bigint::text as clock,
+            (extract(epoch from (date_trunc('minute', $1::timestamp) at time zone $2)) * 1000)::bigint::text as now,
+            (extract(epoch from ((date_trunc('minute', $1::timestamp) - interval '7 days') at time zone $2)) * 1000)::bigint::text as last,
+            (extract(epoch from ((date_trunc('minute', $1::timestamp) - interval '364 days') at time zone $2)) * 1000)::bigint::text as ago`,
+    [local, zone],
+  );
+  clock = Number(rows[0]!.clock);
+  return { now: Number(rows[0]!.now), lastWeek: Number(rows[0]!.last), yearAgo: Number(rows[0]!.ago) };
+}
 
 describe('weekly_sales_report', () => {
   it.each(ZONES)('last week in %s equals the raw orders, figure for figure', async (zone) => {
@@ -97,8 +128,11 @@ describe('weekly_sales_report', () => {
     expect(planted!.revenue).toBeGreaterThanOrEqual(40 * 500);
     expect(planted!.baseline_median).toBeLessThan(planted!.revenue / 4);
     expect(r.notable_days.find((d) => d.date === PLANTED)).toBeDefined();
-    // The planted day's own weekday, a week later, is held to a baseline that holds the planted day: still ordinary.
-    const next = await report('UTC', '2025-06-18');
+    // The planted day's own weekday, a week later, is held to a baseline that holds the planted day: still
+    // ordinary. Asked the day after, so that 18 June has ended and is judged at all.
+    clock = NOW + 86_400_000;
+    const next = await report('UTC', '2025-06-18').finally(() => (clock = NOW));
+    expect(next.partial).toBe(true);
     expect(next.notable_days.filter((d) => d.currency === 'USD' && d.date === '2025-06-18')).toEqual([]);
   });
 
@@ -121,14 +155,32 @@ describe('weekly_sales_report', () => {
     checkReport(r, zone, '2025-03-03', '2025-03-09');
   });
 
-  it('a week still running is partial, carries data_as_of, and is compared day for day', async () => {
+  it('a week still running is partial, carries data_as_of, and is compared on equal elapsed time', async () => {
     const before = Date.now();
     const r = await report('UTC', 'this_week');
     expect(r).toMatchObject({ week: '2025-W25', through_date: '2025-06-18', partial: true });
     expect(Date.parse(r.data_as_of)).toBeGreaterThanOrEqual(before - 1000);
-    expect(r.summary).toMatch(/so far/);
-    checkReport(r, 'UTC', '2025-06-16', '2025-06-18');
+    expect(r.summary).toMatch(/so far \(until 12:00\)/);
+    // In UTC the same local time a week and 52 weeks earlier is plain arithmetic.
+    checkReport(r, 'UTC', '2025-06-16', '2025-06-18', {
+      now: NOW,
+      lastWeek: NOW - 7 * 86_400_000,
+      yearAgo: NOW - 364 * 86_400_000,
+    });
   });
+
+  it.each(RUNNING)(
+    '19.1.4 19.1.5 this_week in %s at %s: every side cut at the same local time, today never judged notable',
+    async (zone, local) => {
+      const cuts = await clockAt(zone, local);
+      const r = await report(zone, 'this_week').finally(() => (clock = NOW));
+      const today = local.slice(0, 10);
+      const monday = shift(today, -((new Date(`${today}T00:00:00Z`).getUTCDay() + 6) % 7));
+      expect(r).toMatchObject({ start_date: monday, through_date: today, partial: true });
+      checkReport(r, zone, monday, today, cuts);
+      expect(r.notable_days.filter((d) => d.date === today)).toEqual([]);
+    },
+  );
 
   it('a week without orders says so plainly', async () => {
     const r = await report('UTC', '2023-W10'); // before the seed's first order
@@ -195,6 +247,26 @@ describe('sales_trend_report', () => {
         expectedTrendRows(data, zone, first, 40, ['EUR', 'USD']),
       );
       expect(trend.rows[0]!.week).toBe('2024-W37');
+    },
+  );
+
+  it.each(RUNNING)(
+    '19.1.4 sales_trend_report through this_week in %s at %s: the running week against the week before to the same local time',
+    async (zone, local) => {
+      const cuts = await clockAt(zone, local);
+      const trend = structured<TrendReport>(
+        await harnesses.get(zone)!.call('sales_trend_report', { weeks: 4, through_week: 'this_week' }),
+      );
+      clock = NOW;
+      const today = local.slice(0, 10);
+      const monday = shift(today, -((new Date(`${today}T00:00:00Z`).getUTCDay() + 6) % 7));
+      const first = shift(monday, -21);
+      expect(trend).toMatchObject({ start_date: first, partial: true });
+      const currencies = [...new Set(trend.rows.map((r) => r.currency))].sort();
+      expect(trend.rows.map(({ week: _week, change_note: _note, ...row }) => row)).toEqual(
+        expectedTrendRows(data, zone, first, 4, currencies, { now: cuts.now, lastWeek: cuts.lastWeek }),
+      );
+      for (const row of trend.rows.filter((r) => r.partial)) expect(Date.parse(row.until!)).toBe(cuts.now);
     },
   );
 

@@ -15,16 +15,31 @@ export function startOfDay(day: string, timeZone: string): RawBuilder<Date> {
   return instant(dayStart(day, timeZone).ms);
 }
 
+/**
+ * The first instant a range no longer covers, in milliseconds: the start of the day after its last
+ * day, or, for a range that has not ended, the instant it is cut at (src/lib/running.ts).
+ */
+export function rangeEndMs(range: ResolvedRange, timeZone: string): number {
+  const end = dayStart(range.endExclusive, timeZone).ms;
+  return range.untilMs === undefined ? end : Math.min(end, range.untilMs);
+}
+
+/** rangeEndMs as a timestamptz bind parameter: every statement's upper bound, `< endOfRange(..)`. */
+export function endOfRange(range: ResolvedRange, timeZone: string): RawBuilder<Date> {
+  return instant(rangeEndMs(range, timeZone));
+}
+
 /** An instant, in milliseconds, as a timestamptz bind parameter. */
 export const instant = (ms: number): RawBuilder<Date> => sql<Date>`cast(${postgresTimestamp(ms)} as timestamptz)`;
 
 /**
  * Whether every day of the range starts on a whole UTC hour, so that the hourly rollup covers its days
  * exactly: true in every zone whose offset is a whole number of hours (UTC, Europe/Berlin,
- * America/New_York), false in zones such as Asia/Kolkata (+05:30), where templates read the rows.
+ * America/New_York), false in zones such as Asia/Kolkata (+05:30), where templates read the rows,
+ * and for a range cut inside an hour (a running range cut at the current minute).
  */
 export function rollupCovers(range: ResolvedRange, timeZone: string): boolean {
-  return dayBounds(range, timeZone).every((ms) => ms % HOUR_MS === 0);
+  return [...dayBounds(range, timeZone), rangeEndMs(range, timeZone)].every((ms) => ms % HOUR_MS === 0);
 }
 
 const HOUR_MS = 3_600_000;
@@ -71,7 +86,7 @@ interface UtcDayCut {
 
 function utcDayCut(range: ResolvedRange, timeZone: string): UtcDayCut {
   const start = dayStart(range.startDate, timeZone).ms;
-  const end = dayStart(range.endExclusive, timeZone).ms;
+  const end = rangeEndMs(range, timeZone);
   const first = Math.ceil(start / DAY_MS) * DAY_MS;
   const last = Math.floor(end / DAY_MS) * DAY_MS;
   const m1 = Math.min(first, end);

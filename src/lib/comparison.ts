@@ -5,6 +5,8 @@
  */
 import { z } from 'zod';
 import { oneOf } from './arguments.js';
+import { localToday } from './periods.js';
+import { cutFields, sameTimeOfDay } from './running.js';
 
 export const COMPARISONS = ['previous_period', 'previous_year'] as const;
 export type Comparison = (typeof COMPARISONS)[number];
@@ -13,7 +15,7 @@ export type Comparison = (typeof COMPARISONS)[number];
 export const compareToField = {
   compare_to: oneOf(
     COMPARISONS,
-    'Also compute the same figures for an earlier range, and the change: previous_period is the range of the same length just before; previous_year is the same dates a year earlier (52 weeks earlier when the range is whole ISO weeks, so weekdays line up)',
+    'Also compute the same figures for an earlier range, and the change: previous_period is the range of the same length just before; previous_year is the same dates a year earlier (52 weeks earlier when the range is whole ISO weeks, so weekdays line up). A range still running is compared on equal elapsed time: the earlier range is cut at the same local time of day (both say partial and until)',
   ).optional(),
 };
 
@@ -37,22 +39,84 @@ function yearEarlier(d: string): string {
   return day(t.getTime());
 }
 
+/** The day of the comparison range that stands where `d` stands in the range. */
+function dayShift(startDate: string, endDate: string, compareTo: Comparison): (d: string) => string {
+  if (compareTo === 'previous_period') {
+    const length = ms(endDate) - ms(startDate) + DAY_MS;
+    return (d) => day(ms(d) - length);
+  }
+  if (isWholeWeeks(startDate, endDate)) return (d) => day(ms(d) - 364 * DAY_MS);
+  return yearEarlier;
+}
+
 /** The range a result is compared with (inclusive days, YYYY-MM-DD). */
 export function comparisonRange(
   startDate: string,
   endDate: string,
   compareTo: Comparison,
 ): { start_date: string; end_date: string } {
-  const start = ms(startDate);
-  const end = ms(endDate);
-  if (compareTo === 'previous_period') {
-    const length = end - start + DAY_MS;
-    return { start_date: day(start - length), end_date: day(end - length) };
-  }
-  if (isWholeWeeks(startDate, endDate)) {
-    return { start_date: day(start - 364 * DAY_MS), end_date: day(end - 364 * DAY_MS) };
-  }
-  return { start_date: yearEarlier(startDate), end_date: yearEarlier(endDate) };
+  const shift = dayShift(startDate, endDate, compareTo);
+  return { start_date: shift(startDate), end_date: shift(endDate) };
+}
+
+/**
+ * Where the comparison range of a range cut at `untilMs` (one that has not ended) is cut: at the same
+ * local hour and minute, on the day that stands where the cut's day stands, in that day's own offset
+ * (src/lib/running.ts). Both sides then cover the same part of their days.
+ */
+export function comparisonCut(
+  startDate: string,
+  endDate: string,
+  compareTo: Comparison,
+  untilMs: number,
+  timeZone: string,
+): number {
+  return sameTimeOfDay(untilMs, timeZone, dayShift(startDate, endDate, compareTo));
+}
+
+/** A group (a region, a category) in a current result and a prior one: either side may lack it. */
+export interface PairedGroup<Row> {
+  readonly now?: Row;
+  readonly before?: Row;
+}
+
+/**
+ * Every group of either side, matched by key: the current rows in their order, then the groups only
+ * the prior side has, in its order. A group that sold before and nothing now is not lost, so its fall
+ * to 0 shows (a caller that lists only the current rows hides exactly the groups that fell most).
+ */
+export function pairGroups<Row>(
+  current: readonly Row[],
+  prior: readonly Row[],
+  keyOf: (row: Row) => string,
+): PairedGroup<Row>[] {
+  const before = new Map(prior.map((r) => [keyOf(r), r]));
+  const paired: PairedGroup<Row>[] = current.map((r) => {
+    const match = before.get(keyOf(r));
+    before.delete(keyOf(r));
+    return match === undefined ? { now: r } : { now: r, before: match };
+  });
+  return [...paired, ...[...before.values()].map((r) => ({ before: r }))];
+}
+
+/**
+ * Why a range still running cannot be compared on equal elapsed time, or undefined when it can: a year
+ * earlier has no 29 February, so a running range that holds one before its cut would be held to a
+ * range a day shorter. Such a comparison is refused rather than answered with figures that mislead.
+ */
+export function unequalElapsed(
+  startDate: string,
+  endDate: string,
+  compareTo: Comparison,
+  untilMs: number,
+  timeZone: string,
+): string | undefined {
+  const shift = dayShift(startDate, endDate, compareTo);
+  const cutDay = localToday(timeZone, untilMs);
+  if (cutDay < startDate) return undefined;
+  const span = (from: string, to: string): number => Math.round((ms(to) - ms(from)) / DAY_MS);
+  if (span(startDate, cutDay) === span(shift(startDate), shift(cutDay))) return undefined;
+  return `the range is still running and holds 29 February, which the year before does not have, so the same days a year earlier would be one day fewer; use previous_period, or a range of whole ISO weeks (52 weeks earlier), or ask again once the range has ended`;
 }
 
 export interface Change {
@@ -92,4 +156,5 @@ export const comparisonEcho = z.object({
   compare_to: z.enum(COMPARISONS),
   start_date: z.string().describe('First day of the comparison range (YYYY-MM-DD)'),
   end_date: z.string().describe('Last day of the comparison range (YYYY-MM-DD)'),
+  ...cutFields,
 });

@@ -76,6 +76,11 @@ export interface DateRangeInput {
   start_date?: string | undefined;
   end_date?: string | undefined;
   period?: Period | undefined;
+  /**
+   * Set by the server, never an argument (a tool's strict input refuses it): the instant, ISO 8601 in
+   * UTC, at which a range that has not ended is cut (see src/lib/running.ts).
+   */
+  until?: string | undefined;
 }
 
 /**
@@ -139,13 +144,18 @@ export interface ResolvedRange {
   readonly endDate: string;
   readonly endExclusive: string;
   readonly days: number;
+  /**
+   * For a range that has not ended: the instant (milliseconds since the epoch) the figures stop at,
+   * before the start of endExclusive. SQL bounds end there (rangeEnd in src/db/range-sql.ts).
+   */
+  readonly untilMs?: number;
 }
 
 /** A validated range; the registry has already turned a `period` into its days (resolvePeriods). */
 export function resolveRange(value: DateRangeInput): ResolvedRange {
   const range = rangeOf(value);
   if (!range) throw new TypeError('resolveRange called before validation');
-  return range;
+  return value.until === undefined ? range : { ...range, untilMs: Date.parse(value.until) };
 }
 
 /** The resolved range of two days (days < 1 when end is before start); undefined if either is not a real day. */
@@ -187,6 +197,16 @@ export function periodStart(day: string, period: 'day' | 'week' | 'month'): stri
   if (period === 'month') return `${day.slice(0, 8)}01`;
   const date = parseDay(day)!;
   return formatDay(addDays(date, -((date.getUTCDay() + 6) % 7)));
+}
+
+/** The last day of the day, ISO week (Sunday) or month a YYYY-MM-DD day belongs to. */
+export function periodEnd(day: string, period: 'day' | 'week' | 'month'): string {
+  if (period === 'day') return day;
+  const date = parseDay(periodStart(day, period))!;
+  if (period === 'week') return formatDay(addDays(date, 6));
+  const last = new Date(date.getTime());
+  last.setUTCMonth(last.getUTCMonth() + 1, 0);
+  return formatDay(last);
 }
 
 /** Today's date in UTC. */

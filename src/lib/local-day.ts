@@ -113,6 +113,22 @@ const dayStartMemo = memoize((key: string): DayStart => {
   return Object.freeze({ sql: postgresTimestamp(ms), local: isoWithOffset(ms, offset), ms });
 });
 
+/** An instant as ISO 8601 in the zone's offset at that instant, as the echoed day starts are written. */
+export function isoInZone(ms: number, timeZone: string): string {
+  return isoWithOffset(ms, offsetAt(timeZone, ms));
+}
+
+/**
+ * The instant a local wall-clock time (`wall`: the local date and time read as if UTC, in
+ * milliseconds) has in a zone, in that instant's own offset. A time that the clocks skip is read in
+ * the offset before the jump (02:30 on a spring-forward night is 03:30 after it), as PostgreSQL reads
+ * it; a time that happens twice is the later one, as PostgreSQL takes it.
+ */
+export function instantOfWallTime(wall: number, timeZone: string): number {
+  const first = wall - offsetAt(timeZone, wall);
+  return wall - offsetAt(timeZone, first);
+}
+
 /** ISO 8601 in UTC with four-digit years ("0000" is 1 BC, as ISO 8601 counts). */
 export function isoUtc(ms: number): string {
   return isoWithOffset(ms, 0);

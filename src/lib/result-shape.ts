@@ -1,9 +1,10 @@
 /** Output schema pieces shared by the tools, so every result echoes its range and pages the same way. */
 import { z } from 'zod';
 import { MAX_ROWS } from './arguments.js';
-import { resolveRange, type DateRangeInput } from './date-range.js';
+import { periodEnd, resolveRange, type DateRangeInput } from './date-range.js';
 import { PERIODS, type Period } from './periods.js';
-import { dayStart } from './local-day.js';
+import { dayStart, isoInZone, offsetAt } from './local-day.js';
+import { cutEcho, cutFields } from './running.js';
 
 export const money = z.number().describe('Amount in `currency`, rounded to 2 decimals');
 /** The currency of a row's money figures: each figure sums one currency only, never several. */
@@ -24,13 +25,16 @@ export const rangeEcho = {
     ),
   ends_before: z
     .string()
-    .describe('First instant no longer covered: the start of the day after end_date, as starts_at'),
+    .describe(
+      'The start of the day after end_date, as starts_at: the first instant no longer covered, unless partial, when the figures stop earlier, at until',
+    ),
   period: z
     .enum(PERIODS)
     .nullable()
     .describe(
       'The period asked for, resolved to start_date and end_date when the call was made; null for explicit dates',
     ),
+  ...cutFields,
 };
 
 /** A capped list of flat rows with an honest truncation flag. */
@@ -51,6 +55,8 @@ export interface RangeEcho {
   starts_at: string;
   ends_before: string;
   period: Period | null;
+  partial: boolean;
+  until?: string;
 }
 
 /** Echo of the range the caller asked for, resolved to instants in the time zone the server read it in. */
@@ -63,5 +69,65 @@ export function echoRange(args: DateRangeInput, timeZone: string): RangeEcho {
     starts_at: dayStart(range.startDate, timeZone).local,
     ends_before: dayStart(range.endExclusive, timeZone).local,
     period: args.period ?? null,
+    ...cutEcho(args, timeZone),
   };
 }
+
+/**
+ * The fields of a day, week or month row that the range covers only in part: its first day may lie
+ * before start_date, its last after end_date, or the range may be cut inside it (a range still
+ * running). Such a row says so, with the days it counts, so that the answers of two calls are never
+ * added up for the same period twice.
+ */
+export const bucketFields = {
+  partial: z
+    .boolean()
+    .optional()
+    .describe(
+      'Present (true) only when the range covers part of this day, week or month: it counts first_day..last_day, up to until when cut inside last_day, not the whole period its label names',
+    ),
+  first_day: z.string().optional().describe('With partial: the first day counted (YYYY-MM-DD)'),
+  last_day: z.string().optional().describe('With partial: the last day counted (YYYY-MM-DD)'),
+  until: z
+    .string()
+    .optional()
+    .describe('With partial, when the range is cut inside last_day: the instant counted up to (not included)'),
+};
+
+export interface BucketBounds {
+  partial?: true;
+  first_day?: string;
+  last_day?: string;
+  until?: string;
+}
+
+/** What a row of the period that starts on `label` says of the part of it the range covers ({} for all of it). */
+export function bucketBounds(
+  label: string,
+  period: 'day' | 'week' | 'month',
+  args: DateRangeInput,
+  timeZone: string,
+): BucketBounds {
+  const range = resolveRange(args);
+  const end = periodEnd(label, period);
+  const first = label < range.startDate ? range.startDate : label;
+  let last = end > range.endDate ? range.endDate : end;
+  let until: string | undefined;
+  if (range.untilMs !== undefined && range.untilMs < dayStart(nextDay(last), timeZone).ms) {
+    // The day the cut falls on; a cut at a day's very start leaves that day out.
+    const cutDay = new Date(range.untilMs + offsetAt(timeZone, range.untilMs)).toISOString().slice(0, 10);
+    const cutAtStart = dayStart(cutDay, timeZone).ms === range.untilMs;
+    if (cutAtStart) last = previousDay(cutDay) < last ? previousDay(cutDay) : last;
+    else {
+      last = cutDay < last ? cutDay : last;
+      until = isoInZone(range.untilMs, timeZone);
+    }
+  }
+  if (first === label && last === end && until === undefined) return {};
+  return { partial: true, first_day: first, last_day: last, ...(until ? { until } : {}) };
+}
+
+const shiftDay = (day: string, days: number): string =>
+  new Date(Date.parse(`${day}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
+const nextDay = (day: string): string => shiftDay(day, 1);
+const previousDay = (day: string): string => shiftDay(day, -1);

@@ -173,8 +173,9 @@ export function structured<T>(result: CallToolResult): T {
 }
 
 /** A result's figures without data_as_of, the one field that differs between two calls on the same data. */
+/** An answer without the instants that depend on when it was asked: data_as_of, and the minute a running range is cut at. */
 export function figures(content: unknown): unknown {
-  const { data_as_of: _asOf, ...rest } = content as Record<string, unknown>;
+  const { data_as_of: _asOf, until: _until, ...rest } = content as Record<string, unknown>;
   return rest;
 }
 

@@ -52,10 +52,18 @@ export interface WeeklyReport {
   has_orders: boolean;
   summary: string;
   data_as_of: string;
-  last_week: { start_date: string; end_date: string };
-  year_ago: { start_date: string; end_date: string };
+  until?: string;
+  last_week: { start_date: string; end_date: string; until?: string };
+  year_ago: { start_date: string; end_date: string; until?: string };
   metrics: Metric[];
-  daily: { date: string; currency: string; revenue: number; last_week_revenue: number; change_pct: number | null }[];
+  daily: {
+    date: string;
+    currency: string;
+    revenue: number;
+    last_week_revenue: number;
+    change_pct: number | null;
+    partial: boolean;
+  }[];
   top_products: {
     rank: number;
     sku: string;
@@ -178,14 +186,57 @@ function expectedNotable(
   return found;
 }
 
-/** Checks every figure of a report on the days from..to against the raw orders. */
-export function checkWeeklyReport(data: SalesData, r: WeeklyReport, zone: string, from: string, to: string): void {
+/** Where a running week is cut (milliseconds), and the week before and the year-ago week with it. */
+export interface WeekCuts {
+  readonly now: number;
+  readonly lastWeek: number;
+  readonly yearAgo: number;
+}
+
+/** The orders, less those of the last day of each side at or after that side's cut. */
+function cutData(data: SalesData, zone: string, ends: [string, number][]): SalesData {
+  const cuts = new Map(ends);
+  return {
+    ...data,
+    orders: data.orders.filter((o) => {
+      const cut = cuts.get(localDay(o.orderedAt, zone));
+      return cut === undefined || o.orderedAt.getTime() < cut;
+    }),
+  };
+}
+
+/**
+ * Checks every figure of a report on the days from..to against the raw orders; for a running week,
+ * with each side cut where `cuts` says, and only the days before `to` judged for notable days.
+ */
+export function checkWeeklyReport(
+  raw: SalesData,
+  r: WeeklyReport,
+  zone: string,
+  from: string,
+  to: string,
+  cuts?: WeekCuts,
+): void {
   const lastFrom = shift(from, -7);
   const lastTo = shift(to, -7);
   const agoFrom = shift(from, -364);
   const agoTo = shift(to, -364);
-  expect(r.last_week).toEqual({ start_date: lastFrom, end_date: lastTo });
-  expect(r.year_ago).toEqual({ start_date: agoFrom, end_date: agoTo });
+  const data = cuts
+    ? cutData(raw, zone, [
+        [to, cuts.now],
+        [lastTo, cuts.lastWeek],
+        [agoTo, cuts.yearAgo],
+      ])
+    : raw;
+  const untilAt = (at: number | undefined) => (at === undefined ? {} : { until: expect.any(String) });
+  expect(r.last_week).toEqual({ start_date: lastFrom, end_date: lastTo, ...untilAt(cuts?.lastWeek) });
+  expect(r.year_ago).toEqual({ start_date: agoFrom, end_date: agoTo, ...untilAt(cuts?.yearAgo) });
+  expect(r.partial).toBe(cuts !== undefined);
+  if (cuts) {
+    expect(Date.parse(r.until!)).toBe(cuts.now);
+    expect(Date.parse(r.last_week.until!)).toBe(cuts.lastWeek);
+    expect(Date.parse(r.year_ago.until!)).toBe(cuts.yearAgo);
+  }
 
   const byCurrency = (f: string, t: string) => net(data, f, t, zone, (o) => o.currency);
   const netOrders = (f: string, t: string, c: string) =>
@@ -323,7 +374,10 @@ export function checkWeeklyReport(data: SalesData, r: WeeklyReport, zone: string
   }
 
   expect(r.notable_days.map(({ date, currency }) => ({ date, currency }))).toEqual(
-    expectedNotable(data, from, to, zone),
+    expectedNotable(data, from, cuts ? shift(to, -1) : to, zone),
+  );
+  expect(r.daily.filter((d) => d.partial).map((d) => d.date)).toEqual(
+    cuts ? r.daily.filter((d) => d.date === to).map(() => to) : [],
   );
 }
 
@@ -343,13 +397,17 @@ export interface TrendReport {
     avg_order_value: number | null;
     change_pct: number | null;
     change_note?: string;
+    partial: boolean;
+    until?: string;
   }[];
 }
 
 /**
  * The trend's rows from `first` (a Monday) for `weeks` weeks in the given currencies, without their
  * week labels and change notes: each week's net revenue, net orders and average order value per
- * currency, and the revenue change from the week before.
+ * currency, and the revenue change from the week before. With `cut` (the last week still running):
+ * that week's orders before cut.now only, and its change against the week before's orders before
+ * cut.lastWeek.
  */
 export function expectedTrendRows(
   data: SalesData,
@@ -357,10 +415,19 @@ export function expectedTrendRows(
   first: string,
   weeks: number,
   currencies: readonly string[],
+  cut?: { now: number; lastWeek: number },
 ): Omit<TrendReport['rows'][number], 'week' | 'change_note'>[] {
   const last = shift(first, 7 * weeks - 1);
+  const lastMonday = shift(last, -6);
   const sums = new Map<string, { cents: number; orders: number }>();
+  const beforeCut = new Map<string, number>();
+  for (const o of ordersBetween(data, shift(lastMonday, -7), shift(lastMonday, -1), zone).filter(isNet)) {
+    if (cut && o.orderedAt.getTime() < cut.lastWeek) {
+      beforeCut.set(o.currency, (beforeCut.get(o.currency) ?? 0) + o.totalCents);
+    }
+  }
   for (const o of ordersBetween(data, shift(first, -7), last, zone).filter(isNet)) {
+    if (cut && o.orderedAt.getTime() >= cut.now) continue;
     const day = localDay(o.orderedAt, zone);
     const monday = shift(day, -((new Date(`${day}T00:00:00Z`).getUTCDay() + 6) % 7));
     const sum = sums.get(`${monday}|${o.currency}`) ?? { cents: 0, orders: 0 };
@@ -373,7 +440,8 @@ export function expectedTrendRows(
     const monday = shift(first, 7 * k);
     for (const c of currencies) {
       const sum = sums.get(`${monday}|${c}`) ?? { cents: 0, orders: 0 };
-      const before = sums.get(`${shift(monday, -7)}|${c}`)?.cents ?? 0;
+      const running = cut !== undefined && monday === lastMonday;
+      const before = running ? (beforeCut.get(c) ?? 0) : (sums.get(`${shift(monday, -7)}|${c}`)?.cents ?? 0);
       expected.push({
         start_date: monday,
         currency: c,
@@ -381,6 +449,8 @@ export function expectedTrendRows(
         order_count: sum.orders,
         avg_order_value: sum.orders === 0 ? null : Math.round(sum.cents / sum.orders) / 100,
         change_pct: pct(sum.cents, before),
+        partial: running,
+        ...(running ? { until: expect.any(String) as string } : {}),
       });
     }
   }
