@@ -24,6 +24,7 @@ import { sql, type Expression, type RawBuilder } from 'kysely';
 import { z } from 'zod';
 import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../../../src/lib/date-range.js';
 import { count, echoRange, rangeEcho, rowsEnvelope } from '../../../src/lib/result-shape.js';
+import { hiddenGroupCount, visibleGroupsOnly } from '../../../src/lib/small-groups.js';
 import type { ResultRow } from '../../../src/registry.js';
 import { defineTemplate } from '../pack/kit.js';
 import { PRIORITIES, priority } from '../pack/priorities.js';
@@ -96,28 +97,38 @@ export const queryResolutionTimes = defineTemplate({
     resolved_count: { type: 'integer', source: 'computed', treatment: 'plain' },
     median_resolution_hours: { type: 'number', source: 'computed', treatment: 'plain' },
     p90_resolution_hours: { type: 'number', source: 'computed', treatment: 'plain' },
+    hidden_groups: { type: 'integer', source: 'computed', treatment: 'hidden_groups' },
   },
-  query: (db, args, ctx) =>
-    ticketsCreatedInRange(db, resolveRange(args), ctx.timeZone)
-      .innerJoin('support_reporting.teams as tm', 'tm.id', 't.team_id')
-      .$if(args.priority !== undefined, (qb) => qb.where('t.priority', '=', args.priority!))
-      .select((eb) => {
-        const response = hoursBetween(eb.ref('t.created_at'), eb.ref('t.first_response_at'));
-        const resolution = hoursBetween(eb.ref('t.created_at'), eb.ref('t.resolved_at'));
-        return [
-          'tm.name as team',
-          eb.fn.countAll().as('ticket_count'),
-          eb.fn.count('t.first_response_at').as('responded_count'),
-          percentileHours(0.5, response).as('median_first_response_hours'),
-          percentileHours(0.9, response).as('p90_first_response_hours'),
-          eb.fn.count('t.resolved_at').as('resolved_count'),
-          percentileHours(0.5, resolution).as('median_resolution_hours'),
-          percentileHours(0.9, resolution).as('p90_resolution_hours'),
-        ];
-      })
-      .groupBy(sql`grouping sets ((${sql.ref('tm.name')}), ())`)
-      // The whole desk's row first, so that it is never the one the row cap cuts.
-      .orderBy(sql`${sql.ref('tm.name')} nulls first`),
+  // The same cells as query_ticket_volume's: a team's tickets of one priority from fewer requesters
+  // than the threshold are in no team's figures and not in all_teams either.
+  smallGroups: { people: 't.requester_id', by: ['t.team_id', 't.priority'] },
+  query: (db, args, ctx) => {
+    const rows = ticketsCreatedInRange(db, resolveRange(args), ctx.timeZone).$if(args.priority !== undefined, (qb) =>
+      qb.where('t.priority', '=', args.priority!),
+    );
+    return (
+      visibleGroupsOnly(rows, ctx)
+        .innerJoin('support_reporting.teams as tm', 'tm.id', 't.team_id')
+        .select((eb) => {
+          const response = hoursBetween(eb.ref('t.created_at'), eb.ref('t.first_response_at'));
+          const resolution = hoursBetween(eb.ref('t.created_at'), eb.ref('t.resolved_at'));
+          return [
+            'tm.name as team',
+            eb.fn.countAll().as('ticket_count'),
+            eb.fn.count('t.first_response_at').as('responded_count'),
+            percentileHours(0.5, response).as('median_first_response_hours'),
+            percentileHours(0.9, response).as('p90_first_response_hours'),
+            eb.fn.count('t.resolved_at').as('resolved_count'),
+            percentileHours(0.5, resolution).as('median_resolution_hours'),
+            percentileHours(0.9, resolution).as('p90_resolution_hours'),
+            hiddenGroupCount(eb, rows, ctx).as('hidden_groups'),
+          ];
+        })
+        .groupBy(sql`grouping sets ((${sql.ref('tm.name')}), ())`)
+        // The whole desk's row first, so that it is never the one the row cap cuts.
+        .orderBy(sql`${sql.ref('tm.name')} nulls first`)
+    );
+  },
   present: (rows, page, args, ctx) => {
     const teams = rows.filter((r) => r.team !== null).map((r) => ({ team: r.team as string, ...figuresOf(r) }));
     return {

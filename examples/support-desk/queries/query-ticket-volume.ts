@@ -15,12 +15,13 @@
  * By priority the key is "t"."priority"; by team it is "tm"."name", from an inner join of
  * "support_reporting"."teams" as "tm" on "tm"."id" = "t"."team_id"; both list the busiest first.
  */
-import { sql } from 'kysely';
+import { sql, type ExpressionBuilder } from 'kysely';
 import { z } from 'zod';
 import { localPeriodOf, type Period } from '../../../src/db/range-sql.js';
 import { oneOf } from '../../../src/lib/arguments.js';
 import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../../../src/lib/date-range.js';
 import { count, echoRange, rangeEcho, rowsEnvelope } from '../../../src/lib/result-shape.js';
+import { hiddenGroupCount, visibleGroupsOnly } from '../../../src/lib/small-groups.js';
 import { defineTemplate } from '../pack/kit.js';
 import { PRIORITIES, priority } from '../pack/priorities.js';
 import { ticketsCreatedInRange } from '../pack/range-sql.js';
@@ -73,21 +74,31 @@ export const queryTicketVolume = defineTemplate({
     ticket_count: { type: 'integer', source: 'computed', treatment: 'plain' },
     // A priority's or a team's tickets come from few enough requesters, at times, to single one out.
     requesters: { type: 'integer', source: 'computed', treatment: 'distinct_people' },
+    hidden_groups: { type: 'integer', source: 'computed', treatment: 'hidden_groups' },
   },
+  // A team's tickets of one priority from fewer requesters than the threshold are left out of every
+  // figure, by team, by priority and by period alike, so no grouping's total gives them away.
+  smallGroups: { people: 't.requester_id', by: ['t.team_id', 't.priority'] },
   query: (db, args, ctx) => {
     const range = resolveRange(args);
-    const tickets = ticketsCreatedInRange(db, range, ctx.timeZone).$if(args.priority !== undefined, (qb) =>
+    const rows = ticketsCreatedInRange(db, range, ctx.timeZone).$if(args.priority !== undefined, (qb) =>
       qb.where('t.priority', '=', args.priority!),
     );
+    const tickets = visibleGroupsOnly(rows, ctx);
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const hidden = (eb: ExpressionBuilder<any, any>) => hiddenGroupCount(eb, rows, ctx).as('hidden_groups');
+    // The grand total's row (key null), dropped by present(), is there so that an answer whose every
+    // group is hidden still says how many were; its count of requesters is null when nobody is left.
     switch (args.group_by) {
       case 'priority':
         return tickets
           .select((eb) => [
             't.priority as group_key',
             eb.fn.countAll().as('ticket_count'),
-            eb.fn.count('t.requester_id').distinct().as('requesters'),
+            sql<number | null>`nullif(count(distinct ${eb.ref('t.requester_id')}), 0)`.as('requesters'),
+            hidden(eb),
           ])
-          .groupBy('t.priority')
+          .groupBy(sql`grouping sets ((${sql.ref('t.priority')}), ())`)
           .orderBy('ticket_count', 'desc')
           .orderBy('group_key');
       case 'team':
@@ -96,9 +107,10 @@ export const queryTicketVolume = defineTemplate({
           .select((eb) => [
             'tm.name as group_key',
             eb.fn.countAll().as('ticket_count'),
-            eb.fn.count('t.requester_id').distinct().as('requesters'),
+            sql<number | null>`nullif(count(distinct ${eb.ref('t.requester_id')}), 0)`.as('requesters'),
+            hidden(eb),
           ])
-          .groupBy('tm.name')
+          .groupBy(sql`grouping sets ((${sql.ref('tm.name')}), ())`)
           .orderBy('ticket_count', 'desc')
           .orderBy('group_key');
       default: {
@@ -109,20 +121,24 @@ export const queryTicketVolume = defineTemplate({
             eb.fn.countAll().as('ticket_count'),
             // A period is not a group of people: null keeps every period (see the registry's Treatment).
             sql<string | null>`null::bigint`.as('requesters'),
+            hidden(eb),
           ])
-          .groupBy(sql.ref('group_key'))
-          .orderBy('group_key');
+          .groupBy(sql`grouping sets ((${sql.ref('group_key')}), ())`)
+          .orderBy(sql`${sql.ref('group_key')} nulls first`);
       }
     }
   },
-  present: (rows, page, args, ctx) => ({
-    ...echoRange(args, ctx.timeZone),
-    group_by: args.group_by,
-    priority: args.priority ?? null,
-    rows: rows.map(
-      ({ group_key, ticket_count }) => ({ [keyName(args.group_by)]: group_key, ticket_count }) as z.infer<typeof row>,
-    ),
-    row_count: rows.length,
-    truncated: page.truncated,
-  }),
+  present: (rows, page, args, ctx) => {
+    const groups = rows.filter((r) => r.group_key !== null);
+    return {
+      ...echoRange(args, ctx.timeZone),
+      group_by: args.group_by,
+      priority: args.priority ?? null,
+      rows: groups.map(
+        ({ group_key, ticket_count }) => ({ [keyName(args.group_by)]: group_key, ticket_count }) as z.infer<typeof row>,
+      ),
+      row_count: groups.length,
+      truncated: page.truncated,
+    };
+  },
 });
