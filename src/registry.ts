@@ -99,6 +99,19 @@ export interface ColumnSpec<Source extends string = SourceColumn> {
 /** The small-group threshold when a pack sets none: a breakdown row stands for at least 5 people. */
 export const DEFAULT_SMALL_GROUP_THRESHOLD = 5;
 
+/**
+ * The context a template's builder gets: `ctx`, and for a template that declares `smallGroups` its
+ * rule at `threshold`. The registry builds every call's this way; so must anything else that builds a
+ * template's statement (doctor's EXPLAIN, the contract suite).
+ */
+export function builderContext(
+  template: AnyTemplate,
+  ctx: QueryContext,
+  threshold: number = DEFAULT_SMALL_GROUP_THRESHOLD,
+): QueryContext {
+  return template.smallGroups ? { ...ctx, smallGroups: { ...template.smallGroups, threshold } } : ctx;
+}
+
 export interface RegistryOptions {
   /** Per tool: the fewest distinct people a grouped row may stand for (DEFAULT_SMALL_GROUP_THRESHOLD). */
   readonly smallGroupThresholds?: Readonly<Record<string, number>>;
@@ -930,10 +943,9 @@ function* checkedCalls(template: AnyTemplate): Generator<CheckedCall> {
     for (const timeZone of CHECK_ZONES) {
       const args = resolvePeriods(parsed.data, timeZone, CHECK_NOW) as Record<string, unknown>;
       for (const dataScope of scopes) {
-        const smallGroups = template.smallGroups ? { ...template.smallGroups, threshold: CHECK_THRESHOLD } : undefined;
         yield {
           args,
-          ctx: { timeZone, ...(dataScope ? { dataScope } : {}), ...(smallGroups ? { smallGroups } : {}) },
+          ctx: builderContext(template, { timeZone, ...(dataScope ? { dataScope } : {}) }, CHECK_THRESHOLD),
           branch: `(arguments ${JSON.stringify(parsed.data)}, time zone ${timeZone}${dataScope ? ', data scope of each dimension' : ''})`,
         };
       }
@@ -1110,7 +1122,7 @@ const SUPPRESSED_GROUPS = z
 const FIGURES_COVER = z
   .enum(['all', 'visible_groups_only'])
   .describe(
-    "visible_groups_only when suppressed_groups > 0: then every figure of this answer (each group, each period and every total) leaves out the tickets of the groups that stand for too few people, in any grouping of the same range and filters, so totals are those of the visible groups; 'all' when nothing was left out",
+    "visible_groups_only when suppressed_groups > 0: then every figure of this answer (each group, each period and every total) leaves out what the groups that stand for too few people hold, as every grouping of the same range and filters does, so totals are those of the visible groups; 'all' when nothing was left out",
   );
 
 const DATA_AS_OF = z
@@ -1231,11 +1243,11 @@ async function answer(
   const { template } = entry;
   // The builder's context: the reporting zone, and the caller's scope for a scoped caller.
   const rule = template.smallGroups;
-  const ctx: QueryContext = {
-    timeZone: deps.ctx.timeZone,
-    ...(scope ? { dataScope: scope } : {}),
-    ...(rule ? { smallGroups: { ...rule, threshold: entry.threshold } } : {}),
-  };
+  const ctx = builderContext(
+    template,
+    { timeZone: deps.ctx.timeZone, ...(scope ? { dataScope: scope } : {}) },
+    entry.threshold,
+  );
   const cap = Math.min(template.rowLimit?.(args) ?? MAX_ROWS, MAX_ROWS, limit?.maxRows ?? MAX_ROWS);
   // Taken before the statement is sent: its snapshot is later, so it holds every commit made before this instant.
   const dataAsOf = new Date().toISOString();

@@ -15,9 +15,14 @@
  *          ... the same over "t"."resolved_at" - "t"."created_at" ... as "median_resolution_hours", "p90_resolution_hours"
  *   from "support_reporting"."tickets" as "t"
  *   inner join "support_reporting"."teams" as "tm" on "tm"."id" = "t"."team_id"
+ *          , (select count(*) from (<hidden cells>) as "small_group") as "hidden_groups"
  *   where "t"."created_at" >= cast($5 as timestamptz) and "t"."created_at" < cast($6 as timestamptz)
  *     [and "t"."priority" = $7]
+ *     and not exists (select 1 from (<hidden cells>) as "small_group" where "small_group"."cell_0"
+ *                     is not distinct from "t"."team_id" and "small_group"."cell_1" is not distinct from "t"."priority")
  *   group by grouping sets (("tm"."name"), ()) order by "tm"."name" nulls first limit $n
+ * <hidden cells> are the team-and-priority cells of the same range and filter of fewer requesters than
+ * the threshold, as in query_ticket_volume (see src/lib/small-groups.ts): their tickets are in no figure.
  * percentile_cont interpolates between the two nearest tickets and skips those still waiting (null).
  */
 import { sql, type Expression, type RawBuilder } from 'kysely';
@@ -81,6 +86,7 @@ export const queryResolutionTimes = defineTemplate({
     'For the support tickets opened between start_date and end_date (both inclusive, at most 90 days), gives each team, and all teams together, the median and 90th percentile of the hours to a first response and to a resolution; optionally only one priority.',
     'Use it for service-level questions: "how fast did Billing answer in May?", "what is our p90 resolution time for urgent tickets this quarter?".',
     'Tickets still waiting for a response or a resolution are counted in ticket_count but left out of those times (responded_count and resolved_count say how many are in them). Hours are rounded to 2 decimals.',
+    'The tickets of a team and priority that come from fewer requesters than the small-group threshold (5 unless configured) are left out of every figure, all_teams included, as in query_ticket_volume; suppressed_groups counts them and figures_cover says visible_groups_only when there are any.',
   ].join(' '),
   input,
   examples: [

@@ -5,15 +5,22 @@
  *
  * SQL (group_by week; day and month differ only in the labels): each day's first instant in the
  * reporting zone and its period's label are bound as arrays, so tickets are cut into days exactly where
- * the range is:
+ * the range is; <rows> is the range and filter, <hidden> its team-and-priority cells of too few requesters:
+ *   <rows> = from "support_reporting"."tickets" as "t"
+ *            where "t"."created_at" >= cast($n as timestamptz) and "t"."created_at" < cast($n as timestamptz)
+ *              [and "t"."priority" = $n]
+ *   <hidden> = select "t"."team_id" as "cell_0", "t"."priority" as "cell_1" <rows>
+ *              group by "t"."team_id", "t"."priority" having count(distinct "t"."requester_id") < $k
  *   select (cast($1 as text[]))[width_bucket("t"."created_at", cast($2 as timestamptz[]))] as "group_key",
- *          count(*) as "ticket_count"
- *   from "support_reporting"."tickets" as "t"
- *   where "t"."created_at" >= cast($3 as timestamptz) and "t"."created_at" < cast($4 as timestamptz)
- *     [and "t"."priority" = $5]
- *   group by "group_key" order by "group_key" limit $6
+ *          count(*) as "ticket_count", null::bigint as "requesters",
+ *          (select count(*) as "n" from (<hidden>) as "small_group") as "hidden_groups"
+ *   <rows> and not exists (select 1 as "hidden" from (<hidden>) as "small_group"
+ *                          where "small_group"."cell_0" is not distinct from "t"."team_id" and …)
+ *   group by grouping sets (("group_key"), ()) order by "group_key" nulls first limit $n
  * By priority the key is "t"."priority"; by team it is "tm"."name", from an inner join of
- * "support_reporting"."teams" as "tm" on "tm"."id" = "t"."team_id"; both list the busiest first.
+ * "support_reporting"."teams" as "tm" on "tm"."id" = "t"."team_id"; both list the busiest first, and
+ * count nullif(count(distinct "t"."requester_id"), 0) as "requesters". The grand total's row (key null)
+ * is dropped by present().
  */
 import { sql, type ExpressionBuilder } from 'kysely';
 import { z } from 'zod';
@@ -60,7 +67,7 @@ export const queryTicketVolume = defineTemplate({
   description: [
     'Counts the support tickets opened between start_date and end_date (both inclusive, at most 90 days), grouped by day, week (ISO, starting Monday), month, priority or team; optionally only one priority.',
     'Use it for ticket volume questions: "how many tickets per week this quarter?", "which team got the most tickets in May?", "urgent tickets per day last week".',
-    'Periods are labelled by their first day, which may fall before start_date; only tickets opened inside the range are counted, and periods without tickets are not listed. Priorities and teams come busiest first; one whose tickets come from fewer requesters than the small-group threshold (5 unless configured) is left out and counted in suppressed_groups.',
+    'Periods are labelled by their first day, which may fall before start_date; only tickets opened inside the range are counted, and periods without tickets are not listed. Priorities and teams come busiest first. The tickets of a team and priority that come from fewer requesters than the small-group threshold (5 unless configured) are left out of every figure, whatever the grouping, so every grouping of the same range and priority adds up to the same total; suppressed_groups counts those team-and-priority groups, and figures_cover says visible_groups_only when there are any.',
   ].join(' '),
   input,
   examples: [
