@@ -22,7 +22,7 @@
  * count nullif(count(distinct "t"."requester_id"), 0) as "requesters". The grand total's row (key null)
  * is dropped by present().
  */
-import { sql, type ExpressionBuilder } from 'kysely';
+import { sql } from 'kysely';
 import { z } from 'zod';
 import { localPeriodOf, type Period } from '../../../src/db/range-sql.js';
 import { oneOf } from '../../../src/lib/arguments.js';
@@ -92,8 +92,6 @@ export const queryTicketVolume = defineTemplate({
       qb.where('t.priority', '=', args.priority!),
     );
     const tickets = visibleGroupsOnly(rows, ctx);
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    const hidden = (eb: ExpressionBuilder<any, any>) => hiddenGroupCount(eb, rows, ctx).as('hidden_groups');
     // The grand total's row (key null), dropped by present(), is there so that an answer whose every
     // group is hidden still says how many were; its count of requesters is null when nobody is left.
     switch (args.group_by) {
@@ -103,7 +101,7 @@ export const queryTicketVolume = defineTemplate({
             't.priority as group_key',
             eb.fn.countAll().as('ticket_count'),
             sql<number | null>`nullif(count(distinct ${eb.ref('t.requester_id')}), 0)`.as('requesters'),
-            hidden(eb),
+            hiddenGroupCount(eb, rows, ctx).as('hidden_groups'),
           ])
           .groupBy(sql`grouping sets ((${sql.ref('t.priority')}), ())`)
           .orderBy('ticket_count', 'desc')
@@ -115,7 +113,7 @@ export const queryTicketVolume = defineTemplate({
             'tm.name as group_key',
             eb.fn.countAll().as('ticket_count'),
             sql<number | null>`nullif(count(distinct ${eb.ref('t.requester_id')}), 0)`.as('requesters'),
-            hidden(eb),
+            hiddenGroupCount(eb, rows, ctx).as('hidden_groups'),
           ])
           .groupBy(sql`grouping sets ((${sql.ref('tm.name')}), ())`)
           .orderBy('ticket_count', 'desc')
@@ -128,7 +126,7 @@ export const queryTicketVolume = defineTemplate({
             eb.fn.countAll().as('ticket_count'),
             // A period is not a group of people: null keeps every period (see the registry's Treatment).
             sql<string | null>`null::bigint`.as('requesters'),
-            hidden(eb),
+            hiddenGroupCount(eb, rows, ctx).as('hidden_groups'),
           ])
           .groupBy(sql`grouping sets ((${sql.ref('group_key')}), ())`)
           .orderBy(sql`${sql.ref('group_key')} nulls first`);
