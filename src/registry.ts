@@ -1116,7 +1116,7 @@ const SUPPRESSED_GROUPS = z
   .int()
   .nonnegative()
   .describe(
-    'Groups left out because they stand for fewer people than the small-group threshold, so that no one can be singled out; for a tool that says figures_cover, the groups are the combinations of the attributes it groups and filters by (team and priority, say), left out of every figure',
+    'Groups left out because they stand for fewer people than the small-group threshold, so that no one can be singled out; for a tool that says figures_cover, the groups are the combinations of the attributes it groups and filters by, left out of every figure',
   );
 
 const FIGURES_COVER = z
@@ -1523,7 +1523,8 @@ function shapeRows(entry: Entry, result: RawResult, count: number, tokenize: Tok
   const rows: ResultRow[] = [];
   let suppressed = 0;
   if (hidden) {
-    const cells = Number(result.rows[0]?.[hidden.index]);
+    const counted = result.rows[0]?.[hidden.index];
+    const cells = typeof counted === 'string' ? Number(counted) : NaN;
     if (!Number.isInteger(cells) || cells < 0) {
       throw new ConfigError(
         `template ${entry.template.name} declares smallGroups but returned no count of hidden cells; return at least one row (a grand-total grouping set)`,
