@@ -176,6 +176,31 @@ describe.each(RANGES)('small groups over $start_date to $end_date', (range) => {
     }
   });
 
+  it('19.2.2 each day, week and month counts its visible cells only', async () => {
+    const { answers } = await fixture(range);
+    for (const priority of [undefined, ...PRIORITIES]) {
+      for (const period of ['day', 'week', 'month'] as const) {
+        // The tickets outside every team-and-priority cell of under 5 requesters, per UTC period, from the raw tables.
+        const { rows } = await admin.query<{ period: string; n: number }>(
+          `with r as (select * from support.tickets
+                       where created_at >= ($1::date)::timestamp at time zone 'UTC'
+                         and created_at < ($2::date + 1)::timestamp at time zone 'UTC'
+                         and ($3::text is null or priority = $3)),
+                hidden as (select team_id, priority from r group by 1, 2 having count(distinct requester_id) < $5)
+           select date_trunc($4, created_at at time zone 'UTC')::date::text as period, count(*)::int as n
+             from r where (team_id, priority) not in (select team_id, priority from hidden)
+            group by 1 order by 1`,
+          [range.start_date, range.end_date, priority ?? null, period, THRESHOLD],
+        );
+        const answer = answers.volume.get(key(priority, period))!;
+        expect(
+          answer.rows.map((r) => [r.period, r.ticket_count]),
+          `${priority ?? 'any'} by ${period}`,
+        ).toEqual(rows.map((r) => [r.period, r.n]));
+      }
+    }
+  });
+
   it('19.2.2 the answer counts the hidden cells and says its figures cover visible groups only', async () => {
     const { cells, answers } = await fixture(range);
     for (const priority of [undefined, ...PRIORITIES]) {
