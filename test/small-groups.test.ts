@@ -17,6 +17,7 @@ import { ticketsCreatedInRange } from '../examples/support-desk/pack/range-sql.j
 import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
 import { hiddenGroupCount, visibleGroupsOnly } from '../src/lib/small-groups.js';
 import { createRegistry, type AnyTemplate } from '../src/registry.js';
+import { smallGroupViolations, type CountRows } from './support/contract.js';
 import { connectAdmin, startHarness, structured, type Harness } from './support/harness.js';
 import { readerUrlFor } from './support/packs.js';
 
@@ -333,6 +334,37 @@ describe('the registry holds a smallGroups template to its rule at start-up', ()
     expect(() => createRegistry([byTeam('not a count')])).toThrow(
       /column hidden_groups is hidden_groups but is not a count\(\*\) subquery/,
     );
+  });
+});
+
+describe("the contract suite's small-groups rule for a smallGroups template", () => {
+  const volume = supportDeskPack.templates.find((t) => t.name === 'query_ticket_volume')!;
+  // What a statement would say: two rows (a group and the grand total), none of too few people, 3 hidden cells.
+  const threeHidden: CountRows = async (_, where) => {
+    if (!where) return 2;
+    if (where.column === 'hidden_groups') return where.below > 3 ? 2 : 0;
+    return 0;
+  };
+
+  it('19.2.2 flags a server that does not count the cells its statement hides', async () => {
+    const uncounted = async () => ({
+      content: [],
+      structuredContent: { rows: [{}], truncated: false, suppressed_groups: 0, figures_cover: 'all' },
+    });
+    const messages = (await smallGroupViolations(uncounted, threeHidden, volume)).map((v) => v.message);
+    expect(messages).toContainEqual(
+      expect.stringMatching(/returned 1 rows, suppressed_groups 0 and figures_cover all; its query yields 2 rows/),
+    );
+  });
+
+  it('19.2.2 passes one that counts them and says its figures cover visible groups only', async () => {
+    const counted = async () => ({
+      content: [],
+      structuredContent: { rows: [{}], truncated: false, suppressed_groups: 3, figures_cover: 'visible_groups_only' },
+    });
+    const found = await smallGroupViolations(counted, threeHidden, volume);
+    // Only the rule that everything is hidden above every group's people can flag this fake, which shows a row there.
+    expect(found.map((v) => v.message).filter((m) => !m.includes('above every group'))).toEqual([]);
   });
 });
 
