@@ -5,7 +5,20 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { CompiledQuery, Kysely, OperationNodeSource } from 'kysely';
+import {
+  AggregateFunctionNode,
+  AliasNode,
+  ColumnNode,
+  IdentifierNode,
+  ReferenceNode,
+  SelectAllNode,
+  SelectionNode,
+  SelectQueryNode,
+  type CompiledQuery,
+  type Kysely,
+  type OperationNode,
+  type OperationNodeSource,
+} from 'kysely';
 import { z } from 'zod';
 import { callerFields, type AuditEntry, type AuditLog, type AuditOutcome } from './audit.js';
 import { createCompiler, type RawResult, type ReaderDatabase, type Statement } from './db/connect.js';
@@ -29,6 +42,7 @@ import { appliesScope, outsideScope, scopeOf, unboundScopeValues, type DataScope
 import { localToday, resolvePeriod, type Period } from './lib/periods.js';
 import { isoUtc } from './lib/local-day.js';
 import { cutEcho, cutRunning } from './lib/running.js';
+import type { SmallGroupContext, SmallGroupRule } from './lib/small-groups.js';
 import { MASK_FOR, MASKS, initials, lastFourDigits, maskEmail, type Mask, type Tokenizer } from './lib/masking.js';
 import type { CallLimits } from './limits.js';
 import type { Logger } from './logger.js';
@@ -69,9 +83,11 @@ type SourceColumn = string;
  *   result's `suppressed_groups`, so that a breakdown cannot single anyone out; the count itself is
  *   never returned. NULL says the row is not about people (a branch that groups by day, say) and
  *   keeps it.
+ * - `hidden_groups`: how many cells the template's `smallGroups` rule hid from every figure, selected
+ *   with hiddenGroupCount() (src/lib/small-groups.ts); read into `suppressed_groups`, never returned.
  */
 export type Treatment =
-  'plain' | Mask | 'drop' | 'distinct_people' | { readonly bucket: readonly [number, ...number[]] };
+  'plain' | Mask | 'drop' | 'distinct_people' | 'hidden_groups' | { readonly bucket: readonly [number, ...number[]] };
 
 export interface ColumnSpec<Source extends string = SourceColumn> {
   readonly type: ColumnKind;
@@ -85,6 +101,19 @@ export interface ColumnSpec<Source extends string = SourceColumn> {
 
 /** The small-group threshold when a pack sets none: a breakdown row stands for at least 5 people. */
 export const DEFAULT_SMALL_GROUP_THRESHOLD = 5;
+
+/**
+ * The context a template's builder gets: `ctx`, and for a template that declares `smallGroups` its
+ * rule at `threshold`. The registry builds every call's this way; so must anything else that builds a
+ * template's statement (doctor's EXPLAIN, the contract suite).
+ */
+export function builderContext(
+  template: AnyTemplate,
+  ctx: QueryContext,
+  threshold: number = DEFAULT_SMALL_GROUP_THRESHOLD,
+): QueryContext {
+  return template.smallGroups ? { ...ctx, smallGroups: { ...template.smallGroups, threshold } } : ctx;
+}
 
 export interface RegistryOptions {
   /** Per tool: the fewest distinct people a grouped row may stand for (DEFAULT_SMALL_GROUP_THRESHOLD). */
@@ -117,6 +146,11 @@ export interface QueryContext {
    * Undefined for a caller who sees every row.
    */
   readonly dataScope?: DataScope;
+  /**
+   * For a template that declares `smallGroups`: its rule and the threshold, for visibleGroupsOnly()
+   * and hiddenGroupCount() (src/lib/small-groups.ts), which bind the threshold as a parameter.
+   */
+  readonly smallGroups?: SmallGroupContext;
 }
 
 export interface Page {
@@ -162,6 +196,13 @@ export interface QueryTemplate<Args, Output extends Record<string, unknown>, DB 
    * after a dimension filters on it, and a scoped caller's value outside its scope is refused.
    */
   readonly dataScope?: readonly string[];
+  /**
+   * For figures that count people: who a person is and the attributes a caller can group or filter
+   * by. Every branch of the query must keep to visibleGroupsOnly() and select hiddenGroupCount() under
+   * a `hidden_groups` column, and must return at least one row (a grand-total grouping set), so that
+   * the answer can say how many cells it left out even when it left out all of them.
+   */
+  readonly smallGroups?: SmallGroupRule;
   /** The query, without LIMIT: the registry adds it. Every value must be a bind parameter. */
   readonly query: (db: Kysely<DB>, args: Args, ctx: QueryContext) => RowQuery;
   /** Shapes converted, masked rows into the structured result. */
@@ -329,13 +370,16 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
     }
     if (!(template.output instanceof z.ZodObject))
       throw new ConfigError(`template ${template.name}: output must be an object`);
-    const suppresses = Object.values(template.columns).some((c) => c.treatment === 'distinct_people');
+    const suppresses =
+      template.smallGroups !== undefined ||
+      Object.values(template.columns).some((c) => c.treatment === 'distinct_people');
     const output = template.output.extend({
       data_as_of: DATA_AS_OF,
       data_stale: DATA_STALE,
       // Only a template that applies a data scope is ever served to a scoped caller.
       ...(scopable([template]) ? { data_scope: DATA_SCOPE } : {}),
       ...(suppresses ? { suppressed_groups: SUPPRESSED_GROUPS } : {}),
+      ...(template.smallGroups ? { figures_cover: FIGURES_COVER } : {}),
     });
     const threshold = options.smallGroupThresholds?.[template.name] ?? DEFAULT_SMALL_GROUP_THRESHOLD;
     if (!Number.isInteger(threshold) || threshold < 2) {
@@ -757,12 +801,13 @@ function assertTemplate(t: AnyTemplate): void {
       `${where}: columns ${people.map(([a]) => a).join(', ')} are all distinct_people; declare one`,
     );
   }
+  assertSmallGroups(t);
   for (const [alias, column] of Object.entries(t.columns)) {
     const { treatment } = column;
     const column_ = `${where}: column ${alias}`;
     if (treatment === undefined) {
       throw new ConfigError(
-        `${column_} declares no treatment; give it one of plain, ${MASKS.join(', ')}, drop, distinct_people or { bucket: [...] }`,
+        `${column_} declares no treatment; give it one of plain, ${MASKS.join(', ')}, drop, distinct_people, hidden_groups or { bucket: [...] }`,
       );
     }
     const kinds = [...new Set(sourcesOf(column).flatMap((source) => personalAt(t.personal, source)?.kind ?? []))];
@@ -811,6 +856,70 @@ function assertTemplate(t: AnyTemplate): void {
   }
 }
 
+/**
+ * A template that declares `smallGroups` names a person and at least one attribute, and selects one
+ * `hidden_groups` column, a computed integer; a template without the rule selects none.
+ */
+function assertSmallGroups(t: AnyTemplate): void {
+  const where = `template ${t.name}`;
+  const hidden = Object.entries(t.columns).filter(([, c]) => c.treatment === 'hidden_groups');
+  const rule = t.smallGroups;
+  if (!rule) {
+    if (hidden.length > 0) {
+      throw new ConfigError(
+        `${where}: column ${hidden[0]![0]} is hidden_groups but the template declares no smallGroups; declare smallGroups: { people, by }`,
+      );
+    }
+    return;
+  }
+  if (typeof rule.people !== 'string' || rule.people === '' || !Array.isArray(rule.by) || rule.by.length === 0) {
+    throw new ConfigError(
+      `${where}: smallGroups must name the column of a person and at least one attribute, e.g. { people: 't.requester_id', by: ['t.team_id'] }`,
+    );
+  }
+  if (hidden.length !== 1) {
+    throw new ConfigError(
+      `${where}: declares smallGroups, so it must select exactly one column with treatment hidden_groups (hiddenGroupCount()); it has ${hidden.length}`,
+    );
+  }
+  const [alias, column] = hidden[0]!;
+  if (column.type !== 'integer' || column.source !== 'computed') {
+    throw new ConfigError(
+      `${where}: column ${alias} is hidden_groups: declare it { type: 'integer', source: 'computed' }`,
+    );
+  }
+}
+
+/**
+ * Whether a selected expression is a scalar subquery of count(*) and nothing else: a `hidden_groups`
+ * column may read personal columns (the cells it counts are of people), because it returns a count of
+ * rows and never one of their values.
+ */
+function isRowCount(node: OperationNode): boolean {
+  const subquery = AliasNode.is(node) ? node.node : node;
+  if (!SelectQueryNode.is(subquery) || subquery.groupBy || subquery.setOperations) return false;
+  const [only, ...more] = subquery.selections ?? [];
+  if (!only || more.length > 0) return false;
+  const counted = AliasNode.is(only.selection) ? only.selection.node : only.selection;
+  return (
+    AggregateFunctionNode.is(counted) &&
+    counted.func === 'count' &&
+    !counted.distinct &&
+    !counted.over &&
+    (counted.aggregated ?? []).every(
+      (a) => SelectAllNode.is(a) || (SelectionNode.is(a) && SelectAllNode.is(a.selection)),
+    )
+  );
+}
+
+/** The name a selection gives its column, when it gives one. */
+function selectedName(selection: SelectionNode): string | undefined {
+  const node = selection.selection;
+  if (AliasNode.is(node) && IdentifierNode.is(node.alias)) return node.alias.name;
+  if (ReferenceNode.is(node) && ColumnNode.is(node.column)) return node.column.column.name;
+  return undefined;
+}
+
 /** A pack's declaration of one "schema.table.column", if it is personal. */
 function personalAt(personal: PersonalColumns, source: SourceColumn): PersonalColumn | undefined {
   return (personal as Readonly<Record<string, PersonalColumn>>)[source];
@@ -854,6 +963,12 @@ const CHECK_NOW = Date.parse('2025-06-15T12:00:00Z');
  */
 const CHECK_ZONES = ['UTC', 'Asia/Kolkata'];
 
+/**
+ * The threshold the start-up checks build a `smallGroups` template with: no argument is this number,
+ * so seeing it bound twice (visibleGroupsOnly and hiddenGroupCount) shows the branch applies the rule.
+ */
+const CHECK_THRESHOLD = 987_654_321;
+
 /** Two values of each dimension no real scope holds: the check sees every one of them bound. */
 const CHECK_SCOPE_VALUES = ['\u0000scope-check-1', '\u0000scope-check-2'];
 
@@ -885,7 +1000,7 @@ function* checkedCalls(template: AnyTemplate): Generator<CheckedCall> {
       for (const dataScope of scopes) {
         yield {
           args,
-          ctx: dataScope ? { timeZone, dataScope } : { timeZone },
+          ctx: builderContext(template, { timeZone, ...(dataScope ? { dataScope } : {}) }, CHECK_THRESHOLD),
           branch: `(arguments ${JSON.stringify(parsed.data)}, time zone ${timeZone}${dataScope ? ', data scope of each dimension' : ''})`,
         };
       }
@@ -957,6 +1072,15 @@ function assertSelections(template: AnyTemplate): void {
     }
     for (const { alias, direct, sources } of selections) {
       const column = template.columns[alias]!;
+      if (column.treatment === 'hidden_groups') {
+        const node = (query as SelectQueryNode).selections?.find((s) => selectedName(s) === alias)?.selection;
+        if (!node || !isRowCount(node)) {
+          throw new ConfigError(
+            `${where}: column ${alias} is hidden_groups but is not a count(*) subquery; select hiddenGroupCount(eb, rows, ctx) under it ${branch}`,
+          );
+        }
+        continue;
+      }
       const declaredSources = sourcesOf(column);
       for (const source of sources) {
         const personal = personalSource(template.personal, source);
@@ -1007,6 +1131,11 @@ function assertBoundValues(template: AnyTemplate, inputSchema: Tool['inputSchema
     if (unbound.length > 0) {
       throw new ConfigError(
         `${where}: applies a data scope but binds no ${unbound.join(', ')} ${branch}; bind every value of ctx.dataScope in every branch, e.g. where(column, 'in', values)`,
+      );
+    }
+    if (ctx.smallGroups && statement.parameters.filter((p) => p === CHECK_THRESHOLD).length < 2) {
+      throw new ConfigError(
+        `${where}: declares smallGroups but does not keep to it ${branch}; build every branch from visibleGroupsOnly(rows, ctx) and select hiddenGroupCount(eb, rows, ctx) (src/lib/small-groups.ts)`,
       );
     }
     for (const [field, changed] of changedValues(args, free)) {
@@ -1114,7 +1243,13 @@ const SUPPRESSED_GROUPS = z
   .int()
   .nonnegative()
   .describe(
-    'Groups left out because they stand for fewer people than the small-group threshold, so that no one can be singled out',
+    'Groups left out because they stand for fewer people than the small-group threshold, so that no one can be singled out; for a tool that says figures_cover, the groups are the combinations of the attributes it groups and filters by, left out of every figure',
+  );
+
+const FIGURES_COVER = z
+  .enum(['all', 'visible_groups_only'])
+  .describe(
+    "visible_groups_only when suppressed_groups > 0: then every figure of this answer (each group, each period and every total) leaves out what the groups that stand for too few people hold, as every grouping of the same range and filters does, so totals are those of the visible groups; 'all' when nothing was left out",
   );
 
 const DATA_AS_OF = z
@@ -1242,7 +1377,12 @@ async function answer(
 ): Promise<{ data: Record<string, unknown>; rowCount: number }> {
   const { template } = entry;
   // The builder's context: the reporting zone, and the caller's scope for a scoped caller.
-  const ctx: QueryContext = { timeZone: deps.ctx.timeZone, ...(scope ? { dataScope: scope } : {}) };
+  const rule = template.smallGroups;
+  const ctx = builderContext(
+    template,
+    { timeZone: deps.ctx.timeZone, ...(scope ? { dataScope: scope } : {}) },
+    entry.threshold,
+  );
   const cap = Math.min(template.rowLimit?.(args) ?? MAX_ROWS, MAX_ROWS, limit?.maxRows ?? MAX_ROWS);
   // Taken before the statement is sent: its snapshot is later, so it holds every commit made before this instant.
   // On a hot standby, the reader says how fresh its data is (an earlier instant when replay is behind).
@@ -1293,6 +1433,7 @@ async function answer(
     ...(stale ? { data_stale: true } : {}),
     ...(scope ? { data_scope: scope } : {}),
     ...(entry.suppresses ? { suppressed_groups: suppressed } : {}),
+    ...(rule ? { figures_cover: suppressed > 0 ? 'visible_groups_only' : 'all' } : {}),
   });
   if (!checked.success) throw new ConfigError(`output does not match its schema: ${checked.error.message}`);
   return { data: checked.data, rowCount: current.rows };
@@ -1497,10 +1638,11 @@ interface PlacedColumn extends ShapedColumn {
   readonly index: number;
 }
 
-/** Where the declared columns sit: those that are returned, and the distinct-people count if any. */
+/** Where the declared columns sit: those that are returned, the distinct-people count and the hidden cells, if any. */
 interface Placement {
   readonly returned: readonly PlacedColumn[];
   readonly people: PlacedColumn | undefined;
+  readonly hidden: PlacedColumn | undefined;
 }
 
 /**
@@ -1521,8 +1663,11 @@ function placeColumns(entry: Entry, names: readonly string[]): Placement {
     return { ...column, index };
   });
   const placement: Placement = {
-    returned: placed.filter((c) => c.treatment !== 'drop' && c.treatment !== 'distinct_people'),
+    returned: placed.filter(
+      (c) => c.treatment !== 'drop' && c.treatment !== 'distinct_people' && c.treatment !== 'hidden_groups',
+    ),
     people: placed.find((c) => c.treatment === 'distinct_people'),
+    hidden: placed.find((c) => c.treatment === 'hidden_groups'),
   };
   entry.placements.set(key, placement);
   return placement;
@@ -1536,12 +1681,24 @@ interface ShapedRows {
 
 /**
  * Converts each returned column to its JSON type and applies its treatment; leaves out dropped columns,
- * and rows that stand for fewer distinct people than the threshold.
+ * and rows that stand for fewer distinct people than the threshold. The cells a `smallGroups` rule hid
+ * are counted as every row gives them (the same count on each), which is why such a template must
+ * return at least one row.
  */
 function shapeRows(entry: Entry, result: RawResult, count: number, tokenize: Tokenizer): ShapedRows {
-  const { returned, people } = placeColumns(entry, result.columns);
+  const { returned, people, hidden } = placeColumns(entry, result.columns);
   const rows: ResultRow[] = [];
   let suppressed = 0;
+  if (hidden) {
+    const counted = result.rows[0]?.[hidden.index];
+    const cells = typeof counted === 'string' ? Number(counted) : NaN;
+    if (!Number.isInteger(cells) || cells < 0) {
+      throw new ConfigError(
+        `template ${entry.template.name} declares smallGroups but returned no count of hidden cells; return at least one row (a grand-total grouping set)`,
+      );
+    }
+    suppressed += cells;
+  }
   for (let r = 0; r < count; r++) {
     const raw = result.rows[r]!;
     const standsFor = people ? raw[people.index] : null;

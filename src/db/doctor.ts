@@ -6,7 +6,7 @@ import pg from 'pg';
 import { widestArguments } from '../lib/widest-arguments.js';
 import type { Pack, PersonalColumn } from '../pack.js';
 import { ConfigError } from '../errors.js';
-import { createRegistry, hiddenByDataScope, type QueryContext, type Registry } from '../registry.js';
+import { builderContext, createRegistry, hiddenByDataScope, type QueryContext, type Registry } from '../registry.js';
 import type { ReaderDatabase } from './connect.js';
 import { classificationChecks, personalDataChecks } from './personal-data-checks.js';
 import { JOB_SCHEMA } from './job-role.js';
@@ -665,7 +665,7 @@ export async function explainPacks(
       let worst: PlanCost = { tool: template.name, maxCost: pack.maxPlanCost, totalCost: 0 };
       try {
         for (const args of widestArguments(template, lastDay)) {
-          const compiled = template.query(reader.compiler, args, ctx).limit(101).compile();
+          const compiled = template.query(reader.compiler, args, builderContext(template, ctx)).limit(101).compile();
           const { rows } = await reader.execute({ ...compiled, sql: `explain (format json) ${compiled.sql}` });
           const plan = (JSON.parse(rows[0]![0]!) as Array<{ Plan: { 'Total Cost': number } }>)[0]!.Plan;
           if (plan['Total Cost'] >= (worst.totalCost ?? 0)) worst = { ...worst, totalCost: plan['Total Cost'], args };

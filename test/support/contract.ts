@@ -14,6 +14,7 @@ import { MAX_RANGE_DAYS } from '../../src/lib/date-range.js';
 import { widestArguments } from '../../src/lib/widest-arguments.js';
 import type { Pack } from '../../src/pack.js';
 import {
+  builderContext,
   createRegistry,
   resolvePeriods,
   DEFAULT_SMALL_GROUP_THRESHOLD,
@@ -350,7 +351,7 @@ export function bindParameterViolations(template: AnyTemplate, tool: Tool): Viol
     for (const timeZone of ZONES) {
       const cap = Math.min(template.rowLimit?.(data) ?? MAX_ROWS, MAX_ROWS);
       const { sql, parameters } = template
-        .query(compiler, data, { timeZone })
+        .query(compiler, data, builderContext(template, { timeZone }))
         .limit(cap + 1)
         .compile();
       const params = parameterTexts(parameters);
@@ -472,14 +473,18 @@ export type CountRows = (
   where?: { readonly column: string; readonly below: number },
 ) => Promise<number>;
 
-/** The template's SQL with no cap, as the registry would run it in UTC, for an independent count. */
+/** The template's SQL with no cap, as the registry would run it in UTC (at a small-group threshold), for an independent count. */
 export function uncappedStatement(
   template: AnyTemplate,
   args: Record<string, unknown>,
+  threshold: number = DEFAULT_SMALL_GROUP_THRESHOLD,
 ): { sql: string; parameters: readonly unknown[] } {
   // A period is resolved as the server resolves it, on today's date in UTC.
   const days = resolvePeriods(args, 'UTC', Date.now());
-  return template.query(createCompiler(), days, { timeZone: 'UTC' }).limit(1_000_000_000).compile();
+  return template
+    .query(createCompiler(), days, builderContext(template, { timeZone: 'UTC' }, threshold))
+    .limit(1_000_000_000)
+    .compile();
 }
 
 /**
@@ -520,8 +525,9 @@ export async function rowCapViolations(
       );
     }
     // Rows plus suppressed groups may be fewer than the query yields (present() may fold a total row out of
-    // `rows`), never more than it yields or the cap allows.
-    const suppressed = out.suppressed_groups ?? 0;
+    // `rows`), never more than it yields or the cap allows. The cells a smallGroups rule hides are left
+    // out by the query itself, so they are none of its rows.
+    const suppressed = template.smallGroups ? 0 : (out.suppressed_groups ?? 0);
     if (out.rows.length + suppressed > Math.min(matched, cap)) {
       flag(
         `${call_} returned ${out.rows.length} rows (and suppressed ${suppressed} groups) where its query yields ${matched} and the cap is ${cap}`,
@@ -632,7 +638,12 @@ interface GroupedResult {
   readonly rows?: unknown[];
   readonly truncated?: boolean;
   readonly suppressed_groups?: number;
+  readonly figures_cover?: string;
 }
+
+/** The column a `smallGroups` template counts its hidden cells in. */
+const hiddenColumn = (template: AnyTemplate): string | undefined =>
+  Object.entries(template.columns).find(([, c]) => c.treatment === 'hidden_groups')?.[0];
 
 /**
  * For each example, at each threshold k: the groups the template's own SQL yields and how many of them
@@ -655,6 +666,7 @@ export async function smallGroupViolations(
     const groups = await countRows(statement);
     if (groups === 0 || groups > Math.min(template.rowLimit?.(parsed) ?? MAX_ROWS, MAX_ROWS)) continue;
     seen++;
+    const hidden = hiddenColumn(template);
     for (const k of THRESHOLDS) {
       const call_ = `${JSON.stringify(args)} at threshold ${k}`;
       const result = await callAt(k, args);
@@ -663,8 +675,33 @@ export async function smallGroupViolations(
         continue;
       }
       const out = result.structuredContent as GroupedResult;
-      const small = await countRows(statement, { column: people, below: k });
       const rows = out.rows?.length ?? 0;
+      if (hidden) {
+        // Cells of too few people are left out of the statement itself: what it yields at k must
+        // stand for k people or more, and the answer must count the cells the statement says it hid.
+        const atK = uncappedStatement(template, parsed, k);
+        const yielded = await countRows(atK);
+        const small = await countRows(atK, { column: people, below: k });
+        const suppressed = out.suppressed_groups ?? -1;
+        const says =
+          (await countRows(atK, { column: hidden, below: suppressed + 1 })) === yielded &&
+          (await countRows(atK, { column: hidden, below: suppressed })) === 0;
+        const cover = suppressed > 0 ? 'visible_groups_only' : 'all';
+        if (small > 0 || rows > yielded || !says || out.figures_cover !== cover) {
+          flag(
+            `${call_} returned ${rows} rows, suppressed_groups ${String(out.suppressed_groups)} and figures_cover ${String(out.figures_cover)}; its query yields ${yielded} rows, ${small} of them for fewer than ${k} people`,
+            'build the query from visibleGroupsOnly(rows, ctx), select hiddenGroupCount(eb, rows, ctx) as the hidden_groups column, and return at least one row',
+          );
+        }
+        if (k === THRESHOLDS[THRESHOLDS.length - 1] && (rows > 0 || suppressed <= 0)) {
+          flag(
+            `${call_} returned ${rows} rows and suppressed_groups ${suppressed}, above every group's people`,
+            'leave every cell out above every group, and count them',
+          );
+        }
+        continue;
+      }
+      const small = await countRows(statement, { column: people, below: k });
       if (out.suppressed_groups !== small || rows + small !== groups) {
         flag(
           `${call_} returned ${rows} rows and suppressed_groups ${String(out.suppressed_groups)}; its query yields ${groups} groups, ${small} of them for fewer than ${k} people`,
