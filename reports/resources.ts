@@ -13,6 +13,7 @@ export const weeklyReportResource: ResourceTemplate = {
   description:
     'The weekly sales report of one ISO week as Markdown: figures against the week before and a year earlier, days, top products, regions, categories and notable days. {week} is an ISO week (2026-W48), a day inside one, last_week or this_week.',
   mimeType: 'text/markdown',
+  tools: ['weekly_sales_report'],
   completions: { week: { recentWeeks: 12 } },
   read: async ({ week }, ctx) => {
     // A malformed or future week is refused here, naming the variable (-32602), before any query.

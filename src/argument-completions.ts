@@ -6,6 +6,7 @@
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ContentContext } from './content.js';
+import { scopeOf } from './lib/data-scope.js';
 import { recentWeeks, WEEK_KEYWORDS } from './lib/weeks.js';
 
 export type CompletionSource =
@@ -23,7 +24,7 @@ export type CompletionSource =
 export const LABELS_TTL_MS = 60_000;
 const MAX_CACHED = 1000;
 
-/** The labels read from tools lately, by caller and call; one per server. */
+/** The labels read from tools lately, by caller (its id, tools and data scope) and call; one per server. */
 export interface LabelCache {
   labels(source: ToolSource, ctx: ContentContext): Promise<readonly string[]>;
 }
@@ -34,11 +35,14 @@ export function createLabelCache(now: () => number = Date.now): LabelCache {
   const cache = new Map<string, { readonly at: number; readonly labels: Promise<readonly string[]> }>();
   return {
     labels: (source, ctx) => {
-      // The caller's id and data scope: callers differ in the tools they may call and the rows they
-      // may see; today: a period means another day's data.
+      // A tool outside the caller's toolset offers nothing, and is not tried, whoever loaded it before.
+      if (!ctx.tools.some((t) => t.name === source.tool)) return Promise.resolve(FAILED);
+      // What the caller may call and see (one id may hold several toolsets or scopes: a reload, an
+      // OAuth subject's tokens); today: a period means another day's data.
       const key = JSON.stringify([
         ctx.caller.id,
-        ctx.caller.dataScope ?? null,
+        ctx.tools.map((t) => t.name),
+        scopeOf(ctx.caller) ?? null,
         ctx.today,
         source.tool,
         source.arguments,
@@ -62,8 +66,6 @@ export function createLabelCache(now: () => number = Date.now): LabelCache {
 const FAILED: readonly string[] = Object.freeze([]);
 
 async function readLabels(source: ToolSource, ctx: ContentContext): Promise<readonly string[]> {
-  // A tool outside the caller's toolset offers nothing, and is not tried.
-  if (!ctx.tools.some((t) => t.name === source.tool)) return FAILED;
   let result: CallToolResult;
   try {
     result = await ctx.callTool(source.tool, source.arguments);

@@ -12,7 +12,7 @@ export type AuditOutcome = 'ok' | 'rejected' | 'failed' | 'refused' | 'cancelled
 
 export interface AuditEntry {
   readonly request_id: string;
-  /** Token name, or "stdio": never the token itself. */
+  /** Token name, or the engine's own id (`stdio:…`, `http`, `cli`): never the token itself. */
   readonly caller: string;
   /** The caller's data scope, when it sees only part of the data. */
   readonly data_scope?: DataScope;

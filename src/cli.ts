@@ -10,6 +10,7 @@ import {
   createOAuthResourceServer,
   loadStaticTokens,
 } from './auth/index.js';
+import { stdioCallerId } from './caller-ids.js';
 import { loadConfig, type Config } from './config.js';
 import { connectReader, redactUrl } from './db/connect.js';
 import {
@@ -280,7 +281,8 @@ async function serve(
       if (process.stdin.isTTY) {
         logger.warn('querygate speaks MCP over stdio: launch it from an MCP client, or run `querygate serve --http`');
       }
-      const served = serveStdio(createServer(app.deps, { id: 'stdio' }), {
+      // Each process is its own caller (or the one the operator names): its own rate, jobs and job bound.
+      const served = serveStdio(createServer(app.deps, { id: stdioCallerId(config.stdioCaller) }), {
         maxInFlight: app.deps.limits.callerCapacity,
         stopping: stopping.signal,
       });

@@ -1,3 +1,4 @@
+import { CALLER_NAME } from './caller-ids.js';
 import { withCredentials } from './db/connect.js';
 import { ConfigError } from './errors.js';
 
@@ -73,6 +74,8 @@ export interface Config {
   readonly packs: readonly string[];
   /** The configuration file (JSON or YAML): packs, toolsets and limits, reloaded while serving. */
   readonly configFile: string | undefined;
+  /** The name of this process's caller over stdio (`stdio:<name>`); unset: a random one of its own. */
+  readonly stdioCaller: string | undefined;
 }
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -145,6 +148,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownTimeoutMs: positiveInt(env, 'QUERYGATE_SHUTDOWN_TIMEOUT_MS', 10_000),
     packs: env.QUERYGATE_PACKS === undefined ? DEFAULT_PACKS : nonEmptyList(env, 'QUERYGATE_PACKS'),
     configFile: nonEmpty(env.QUERYGATE_CONFIG),
+    stdioCaller: callerName(env, 'QUERYGATE_STDIO_CALLER'),
   };
 }
 
@@ -161,6 +165,16 @@ function roleName(env: NodeJS.ProcessEnv, name: string, fallback: string): strin
   const role = env[name] ?? fallback;
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(role)) throw new ConfigError(`${name}: must be a lower-case SQL identifier`);
   return role;
+}
+
+function callerName(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const value = nonEmpty(env[name]);
+  if (value !== undefined && !CALLER_NAME.test(value)) {
+    throw new ConfigError(
+      `${name}: "${value.slice(0, 64)}" is not a caller name (letters, digits, _ . - only, at most 64)`,
+    );
+  }
+  return value;
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

@@ -37,6 +37,11 @@ export interface ResourceTemplate {
   readonly title: string;
   readonly description: string;
   readonly mimeType: string;
+  /**
+   * The tools `read` calls ([] for none): a caller who may not call every one of them is not offered
+   * the template (resources/templates/list, completions), and to it the template's URIs name nothing.
+   */
+  readonly tools: readonly string[];
   /** Where each variable's completions come from. */
   readonly completions?: Readonly<Record<string, CompletionSource>>;
   /**
@@ -100,10 +105,18 @@ function serveTemplate(
   }
   const shadowed = resources.find((r) => uriTemplate.match(r.uri) !== null);
   if (shadowed) throw new ConfigError(`${where}: matches the URI of the resource ${shadowed.uri}`);
+  if (!Array.isArray(template.tools) || !template.tools.every((tool) => typeof tool === 'string')) {
+    throw new ConfigError(`${where}: declare tools, the tools its read calls ([] for none)`);
+  }
   for (const name of Object.keys(template.completions ?? {})) {
     if (!variables.includes(name)) throw new ConfigError(`${where}: completions name ${name}, which is not a variable`);
   }
   return { template, uriTemplate, variables };
+}
+
+/** Whether a caller who may call these tools is offered the template: it may call every tool `read` calls. */
+export function offers(template: ServedTemplate, tools: readonly Tool[]): boolean {
+  return template.template.tools.every((name) => tools.some((tool) => tool.name === name));
 }
 
 /**

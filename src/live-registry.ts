@@ -25,6 +25,7 @@ export function createLiveRegistry(initial: Registry): LiveRegistry {
     toolsFor: (caller) => current.toolsFor(caller),
     call: (name, args, deps, options) => current.call(name, args, deps, options),
     runsAsJob: (name) => current.runsAsJob(name),
+    mayRunAsJob: (caller, name) => current.mayRunAsJob(caller, name),
     submit: (name, args, deps, options) => current.submit(name, args, deps, options),
     replace: (next) => {
       current = next;

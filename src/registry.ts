@@ -49,7 +49,7 @@ import type { Logger } from './logger.js';
 import type { DataScopeDimension, PersonalColumn, PersonalColumns, PersonalKind, SourceColumnOf } from './pack.js';
 import type { AnyReport, ReportContext, RunTemplate } from './reports.js';
 import type { JobService, RunEnding } from './jobs/service.js';
-import type { JobRow } from './jobs/store.js';
+import type { JobReader, JobRow } from './jobs/store.js';
 import {
   CANCEL_ANNOTATIONS,
   CANCEL_JOB_TOOL,
@@ -305,6 +305,11 @@ export interface Registry {
   /** True for a tool that runs as a job (a report that declares `job`), when jobs are served. */
   runsAsJob(name: string): boolean;
   /**
+   * Whether this caller may run the report `name` as a job now (its toolset and data scope allow the
+   * report or its submit tool): only then may it read, poll or cancel the report's jobs.
+   */
+  mayRunAsJob(caller: Caller, name: string): boolean;
+  /**
    * Submits a call of a tool that runs as a job, checked as call() checks it (the caller's toolset,
    * the arguments): gives the job, or the call's error result (bad arguments, too many jobs).
    */
@@ -523,6 +528,15 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
     return isJobTool(name) && jobEntries.some((e) => (named ? scoped(e.report.uses) : grants(e)));
   };
 
+  const mayRunAsJob = (caller: Caller, name: string): boolean => {
+    const report = reports.get(name);
+    return (
+      report !== undefined &&
+      jobEntries.includes(report) &&
+      (allowed(caller, name) || allowed(caller, report.report.job!.submitTool))
+    );
+  };
+
   const limits = options.limits;
   /** Runs one of a report's templates, through the same steps as a call of the template itself. */
   const runFor =
@@ -575,6 +589,7 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
     dataScopeDimensions: dimensions,
     toolsFor: (caller) => (caller.tools || scopeOf(caller) ? tools.filter((t) => allowed(caller, t.name)) : tools),
     runsAsJob: (name) => jobEntries.some((entry) => entry.report.name === name),
+    mayRunAsJob,
     submit: async (name, args, deps, options) => {
       const report = reports.get(name);
       if (!report || !jobEntries.includes(report) || !allowed(options.caller, name)) {
@@ -591,7 +606,8 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
           if ('result' in outcome) return outcome.result;
           return successResult(jobView(outcome.job, deps.jobs!.pollIntervalMs));
         }
-        return lookUpJob(name === GET_JOB_TOOL ? 'get' : 'cancel', name, args, jobsOutput!, deps, options);
+        const reader = { caller: options.caller, mayRun: (tool: string) => mayRunAsJob(options.caller, tool) };
+        return lookUpJob(name === GET_JOB_TOOL ? 'get' : 'cancel', name, args, jobsOutput!, deps, options, reader);
       }
       const entry = byName.get(name);
       const report = reports.get(name);
@@ -729,7 +745,8 @@ async function submitJob(
 
 /**
  * get_report_job and cancel_report_job: the caller's job as it stands (after asking for its cancel).
- * A job id of another caller's gets the same answer as one that never was, or expired.
+ * A job the reader may not read (another caller's, or one submitted under another data scope or
+ * toolset) gets the same answer as one that never was, or expired.
  */
 async function lookUpJob(
   kind: 'get' | 'cancel',
@@ -738,6 +755,7 @@ async function lookUpJob(
   output: z.ZodType,
   deps: CallDeps,
   options: CallOptions,
+  reader: JobReader,
 ): Promise<CallToolResult> {
   const record = callRecord(tool, deps, options);
   const parsed = jobIdInput.safeParse(rawArgs ?? {});
@@ -747,7 +765,7 @@ async function lookUpJob(
   let job: JobRow | undefined;
   try {
     const { job_id: id } = parsed.data;
-    job = kind === 'get' ? await deps.jobs.get(options.caller.id, id) : await deps.jobs.cancel(options.caller.id, id);
+    job = kind === 'get' ? await deps.jobs.get(reader, id) : await deps.jobs.cancel(reader, id);
   } catch (err) {
     return record.fail(classifyDatabaseError(err), err);
   }

@@ -16,6 +16,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { startApp } from './app.js';
 import type { AuditLog } from './audit.js';
+import { CLI_CALLER_ID } from './caller-ids.js';
 import { loadConfig } from './config.js';
 import { ConfigError } from './errors.js';
 import { quote } from './lib/date-range.js';
@@ -28,7 +29,7 @@ export const REPORT_FORMATS = ['md', 'json', 'html'] as const;
 export type ReportFormat = (typeof REPORT_FORMATS)[number];
 
 /** Who the audit log says called: the operator at this machine's shell or crontab. */
-const CALLER = { id: 'cli' } as const;
+const CALLER = { id: CLI_CALLER_ID } as const;
 
 /** A command line's request: which report, its arguments as a tool call gives them, and where to. */
 export interface ReportRequest {

@@ -180,3 +180,33 @@ describe('a completion of more than 100 values', () => {
     }
   });
 });
+
+describe('labels loaded for one caller', () => {
+  it('19.5.6 are not offered to the same caller id holding a narrower toolset, or another data scope', async () => {
+    // One server's content, so one label cache, for three tokens of one subject.
+    const content = contentOf([salesPack]);
+    const same = { content, now: () => NOW } as const;
+    const wide = await startHarness({ ...same, caller: { id: 'one-subject' } });
+    const narrow = await startHarness({
+      ...same,
+      caller: { id: 'one-subject', tools: new Set(['query_order_count']) },
+    });
+    const europe = await startHarness({ ...same, caller: { id: 'one-subject', dataScope: { region: ['Europe'] } } });
+    const complete = async (h: Harness, name: string): Promise<Completion> =>
+      (await h.client.complete({ ref: { type: 'ref/prompt', name: 'explain_change' }, argument: { name, value: '' } }))
+        .completion;
+    try {
+      expect((await complete(wide, 'category')).values).toEqual(categories);
+      expect((await complete(wide, 'region')).values).toEqual(regions);
+      expect(await complete(narrow, 'category')).toEqual({ values: [], total: 0, hasMore: false });
+      expect(await complete(narrow, 'region')).toEqual({ values: [], total: 0, hasMore: false });
+      expect(narrow.audits).toEqual([]);
+      expect(regions).toContain('Europe');
+      expect((await complete(europe, 'region')).values).toEqual(['Europe']);
+    } finally {
+      await wide.close();
+      await narrow.close();
+      await europe.close();
+    }
+  });
+});

@@ -703,11 +703,12 @@ describe('a job keeps its caller’s data scope', () => {
       now: () => NOW,
       jobs: { jobsUrl: scratch.jobsUrl, maxRunning: 0 },
     });
-    // Another replica, polled by a client of the same caller id that carries no scope at all: the
-    // job runs with the scope it was submitted with, not the poller's.
+    // Another replica, polled by a client of the same caller under the same scope (under another, the
+    // job is unknown: test/job-readers.test.ts) but with no subject or client: the job runs with the
+    // scope, subject and client stored in its row.
     const replica = await startHarness({
       readerUrl: scratch.readerUrl,
-      caller: { id: EUROPE.id },
+      caller: { id: EUROPE.id, dataScope: EUROPE.dataScope! },
       now: () => NOW,
       jobs: { jobsUrl: scratch.jobsUrl },
     });

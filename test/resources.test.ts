@@ -321,6 +321,7 @@ describe('a resource template a pack plugs in', () => {
     title: 'May orders of one status',
     description: 'How many orders of a status were placed in May 2025.',
     mimeType: 'application/json',
+    tools: ['query_order_count'],
     completions: { status: { values: ['pending', 'paid', 'shipped', 'cancelled', 'refunded'] } },
     read: async ({ status }, ctx) => {
       if (!/^[a-z]+$/.test(status!)) throw new ArgumentError([{ field: 'status', rule: 'must be lower-case letters' }]);
@@ -385,3 +386,46 @@ describe('a resource template a pack plugs in', () => {
     );
   });
 });
+
+describe('a resource template whose tools the caller may not call', () => {
+  it('19.5.8 is not listed, and its URIs and completions are refused as those of no template', async () => {
+    for (const era of ['legacy', 'modern'] as const) {
+      // May count orders, not read the weekly report that querygate://reports/weekly/{week} reads.
+      const h = await startHarness({
+        content: contentOf([salesPack]),
+        era,
+        caller: { id: 'counter', tools: new Set(['query_order_count']) },
+      });
+      const client = era === 'modern' ? h.modern : h.client;
+      try {
+        expect((await client.listResourceTemplates()).resourceTemplates).toEqual([]);
+        const hidden = await refusal(client.readResource({ uri: 'querygate://reports/weekly/2025-W24' }));
+        const none = await refusal(client.readResource({ uri: 'querygate://reports/nothing/2025-W24' }));
+        expect(hidden.code).toBe(none.code);
+        expect(hidden.message).toBe(none.message.replace('nothing', 'weekly'));
+        const completion = refusal(
+          client.complete({
+            ref: { type: 'ref/resource', uri: 'querygate://reports/weekly/{week}' },
+            argument: { name: 'week', value: '' },
+          }),
+        );
+        expect((await completion).message).toMatch(
+          /Unknown resource template: "querygate:\/\/reports\/weekly\/\{week\}"/,
+        );
+        // Nothing was called on its behalf.
+        expect(h.audits).toEqual([]);
+      } finally {
+        await h.close();
+      }
+    }
+  });
+
+  it('19.5.8 is refused at start-up when it does not declare the tools it reads', () => {
+    const { tools: _tools, ...undeclared } = weeklyTemplate();
+    expect(() => contentOf([{ ...salesPack, resourceTemplates: [undeclared as ResourceTemplate] }])).toThrow(
+      /resource template querygate:\/\/reports\/weekly\/\{week\}: declare tools, the tools its read calls/,
+    );
+  });
+});
+
+const weeklyTemplate = (): ResourceTemplate => salesPack.resourceTemplates![0]!;

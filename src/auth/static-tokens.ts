@@ -5,6 +5,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
+import { CALLER_NAME, RESERVED_CALLER_IDS } from '../caller-ids.js';
 import { ConfigError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Caller } from '../registry.js';
@@ -26,7 +27,6 @@ interface TokenEntry {
 }
 
 const sha256 = (value: string): Buffer => createHash('sha256').update(value, 'utf8').digest();
-const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 const MIN_TOKEN_LENGTH = 16;
 const DAY_MS = 86_400_000;
 /** Tokens that end within this are named in a warning at start-up. */
@@ -129,8 +129,13 @@ function readTokenFile(path: string, knownTools: readonly string[], options: Sta
       (key) => !['name', 'token', 'sha256', 'tools', 'toolset', 'scopes', 'data_scope', 'expires'].includes(key),
     );
     if (unknown.length > 0) throw new ConfigError(`${at}: unknown key ${unknown.map((k) => `"${k}"`).join(', ')}`);
-    if (typeof t.name !== 'string' || !NAME.test(t.name))
+    if (typeof t.name !== 'string' || !CALLER_NAME.test(t.name))
       throw new ConfigError(`${at}.name: letters, digits, _ . - only`);
+    if (RESERVED_CALLER_IDS.includes(t.name.toLowerCase())) {
+      throw new ConfigError(
+        `${at}.name: "${t.name}" is reserved for the server's own callers (${RESERVED_CALLER_IDS.join(', ')}); give the token another name`,
+      );
+    }
     let hash: Buffer;
     if (typeof t.token === 'string' && t.sha256 === undefined) {
       if (t.token.length < MIN_TOKEN_LENGTH)

@@ -23,6 +23,7 @@ import {
   releaseJob,
   renewLease,
   requestCancel,
+  type JobReader,
   type JobRow,
   type JobStore,
   type Progress,
@@ -75,10 +76,10 @@ export interface JobService {
    * flight when at the bound.
    */
   submit(caller: Caller, tool: string, args: Record<string, unknown>): Promise<JobRow | { inFlight: number }>;
-  /** A caller's job as it stands (taking it over first when its replica went quiet). */
-  get(caller: string, id: string): Promise<JobRow | undefined>;
-  /** Asks for a caller's job to be cancelled; gives it as it stands. */
-  cancel(caller: string, id: string): Promise<JobRow | undefined>;
+  /** A job the reader may read, as it stands (taking it over first when its replica went quiet). */
+  get(reader: JobReader, id: string): Promise<JobRow | undefined>;
+  /** Asks for a job the reader may read to be cancelled; gives it as it stands. */
+  cancel(reader: JobReader, id: string): Promise<JobRow | undefined>;
   /** Stops taking jobs and lets go of those running here, for another replica to take over. */
   close(): Promise<void>;
 }
@@ -327,16 +328,16 @@ export function startJobService(options: JobServiceOptions): JobService {
       }
       return job;
     },
-    get: async (caller, id) => {
-      const job = await findJob(store, id, caller);
+    get: async (reader, id) => {
+      const job = await findJob(store, id, reader);
       if (job && (job.state === 'pending' || job.state === 'running') && !running.has(id)) {
         await takeOver(id);
-        return findJob(store, id, caller);
+        return findJob(store, id, reader);
       }
       return job;
     },
-    cancel: async (caller, id) => {
-      const job = await requestCancel(store, id, caller);
+    cancel: async (reader, id) => {
+      const job = await requestCancel(store, id, reader);
       // Heard here at once; other replicas hear it through NOTIFY or their next heartbeat.
       if (job) stopRun(id, 'cancelled');
       return job;

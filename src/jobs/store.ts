@@ -7,7 +7,7 @@
 import { Kysely, PostgresDialect, sql, type ColumnType, type Generated, type Selectable } from 'kysely';
 import pg from 'pg';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { DataScope } from '../lib/data-scope.js';
+import { sameScope, scopeOf, type DataScope } from '../lib/data-scope.js';
 import type { Caller } from '../registry.js';
 
 export const JOB_STATES = ['pending', 'running', 'completed', 'failed', 'cancelled'] as const;
@@ -143,15 +143,37 @@ export function jobCaller(job: JobRow): Caller {
   };
 }
 
-/** A caller's job, unless it expired: another caller's job is as unknown as one that never was. */
-export async function findJob(db: JobStore, id: string, caller: string): Promise<JobRow | undefined> {
-  return db
+/** Who asks for a job: the caller as it is now, and whether it may now run a given report as a job. */
+export interface JobReader {
+  readonly caller: Caller;
+  /** Whether this caller's toolset and data scope let it run (and so submit) the report `tool` as a job now. */
+  readonly mayRun: (tool: string) => boolean;
+}
+
+/**
+ * The one rule for reading, polling and cancelling a job (the job tools and tasks alike): the job is
+ * the caller's, it was submitted under the data scope the caller holds now, and the caller may still
+ * run its report. Any other job is as unknown as one that never was: a narrower token, or the same
+ * subject with another scope, never reads what a wider grant computed.
+ */
+export function readableBy(job: JobRow, reader: JobReader): boolean {
+  return (
+    job.caller === reader.caller.id &&
+    sameScope(scopeOf({ dataScope: job.data_scope ?? undefined }), scopeOf(reader.caller)) &&
+    reader.mayRun(job.tool)
+  );
+}
+
+/** A caller's job, unless it expired or the caller may not read it (readableBy). */
+export async function findJob(db: JobStore, id: string, reader: JobReader): Promise<JobRow | undefined> {
+  const row = await db
     .selectFrom(JOBS)
     .selectAll()
     .where('id', '=', id)
-    .where('caller', '=', caller)
+    .where('caller', '=', reader.caller.id)
     .where('expires_at', '>', sql<Date>`now()`)
     .executeTakeFirst();
+  return row && readableBy(row, reader) ? row : undefined;
 }
 
 /** The progress of a job still held by `owner`, told so far. */
@@ -232,10 +254,21 @@ export async function releaseJob(db: JobStore, id: string, owner: string): Promi
 /**
  * Asks for a caller's job to be cancelled: the flag is in the row, so whichever replica runs it sees
  * it (at once, through NOTIFY on the channel below, or at its next heartbeat). A job not yet running
- * is cancelled here and now. Gives the job as it stands, or undefined for no such job of the caller.
+ * is cancelled here and now; a finished one is left exactly as it was. Gives the job as it stands, or
+ * undefined for no job the caller may read (readableBy).
  */
-export async function requestCancel(db: JobStore, id: string, caller: string): Promise<JobRow | undefined> {
+export async function requestCancel(db: JobStore, id: string, reader: JobReader): Promise<JobRow | undefined> {
   return db.transaction().execute(async (tx) => {
+    const found = await tx
+      .selectFrom(JOBS)
+      .selectAll()
+      .where('id', '=', id)
+      .where('caller', '=', reader.caller.id)
+      .where('expires_at', '>', sql<Date>`now()`)
+      .forUpdate()
+      .executeTakeFirst();
+    if (!found || !readableBy(found, reader)) return undefined;
+    if (!IN_FLIGHT.includes(found.state)) return found;
     const row = await tx
       .updateTable(JOBS)
       .set({
@@ -245,11 +278,9 @@ export async function requestCancel(db: JobStore, id: string, caller: string): P
         updated_at: sql<Date>`now()`,
       })
       .where('id', '=', id)
-      .where('caller', '=', caller)
-      .where('expires_at', '>', sql<Date>`now()`)
       .returningAll()
-      .executeTakeFirst();
-    if (row?.state === 'running') await sql`select pg_notify(${CANCEL_CHANNEL}, ${id})`.execute(tx);
+      .executeTakeFirstOrThrow();
+    if (row.state === 'running') await sql`select pg_notify(${CANCEL_CHANNEL}, ${id})`.execute(tx);
     return row;
   });
 }

@@ -16,6 +16,21 @@ export function scopeOf(caller: { readonly dataScope?: DataScope }): DataScope |
 }
 
 /**
+ * Whether two scopes (as scopeOf gives them) allow the same rows: the same dimensions, each with the
+ * same values, in any order. A job is read only under the scope it was submitted with.
+ */
+export function sameScope(a: DataScope | undefined, b: DataScope | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  const canonical = (scope: DataScope): string =>
+    JSON.stringify(
+      Object.keys(scope)
+        .sort()
+        .map((dimension) => [dimension, [...new Set(scope[dimension])].sort()]),
+    );
+  return canonical(a) === canonical(b);
+}
+
+/**
  * Whether a query that applies these dimensions can answer a caller with this scope: it must apply
  * every dimension the caller is scoped on. A dimension scoped to no value at all lets the caller see
  * nothing, so no query answers it: closed, never open.

@@ -20,6 +20,7 @@ import {
   type Authenticator,
   type FailureThrottle,
 } from '../auth/index.js';
+import { HTTP_CALLER_ID } from '../caller-ids.js';
 import { ConfigError } from '../errors.js';
 import type { TokenBucket } from '../limits.js';
 import type { Logger } from '../logger.js';
@@ -95,7 +96,7 @@ const KEEP_ALIVE_MS = 15_000;
 const DISCARD_BYTES = 16 << 20;
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
 /** Without tokens (loopback only), every HTTP client is this one caller. */
-const ANONYMOUS: Caller = { id: 'http' };
+const ANONYMOUS: Caller = { id: HTTP_CALLER_ID };
 
 export async function serveHttp(deps: DispatchDeps, options: HttpOptions, logger: Logger): Promise<RunningHttp> {
   if (!LOOPBACK.has(options.host) && !options.auth) {

@@ -41,6 +41,8 @@ export interface HarnessOptions {
   readonly content?: ServerContent;
   /** The revision the client speaks: 2025-11-25 after initialize (the default), or 2026-07-28. */
   readonly era?: 'legacy' | 'modern';
+  /** The extensions the 2026-07-28 client declares with each request (io.modelcontextprotocol/tasks, say). */
+  readonly extensions?: Record<string, Record<string, never>>;
   /**
    * Serves the reports that declare `job` as jobs too, on the job store at `jobsUrl` (the shared test
    * database's by default), with these settings over the defaults.
@@ -104,7 +106,10 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const client = new Client({ name: 'querygate-tests', version: '1.0.0' });
   const modern = new ModernClient(
     { name: 'querygate-tests', version: '1.0.0' },
-    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+    {
+      versionNegotiation: { mode: { pin: '2026-07-28' } },
+      ...(options.extensions ? { capabilities: { extensions: options.extensions } } : {}),
+    },
   );
   if (options.era === 'modern') {
     const [clientTransport, serverTransport] = ModernInMemory.createLinkedPair();

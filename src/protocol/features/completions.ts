@@ -7,6 +7,7 @@
  * caller's toolset is as unknown here as it is to tools/call.
  */
 import { narrow, valuesOf, type CompletionSource } from '../../argument-completions.js';
+import { offers } from '../../content.js';
 import { INVALID_PARAMS, ProtocolError } from '../../errors.js';
 import { contentFor } from '../content-context.js';
 import type { Feature, HandlerContext } from '../dispatcher.js';
@@ -69,7 +70,9 @@ async function candidates(
     }
     source = prompt.completions[argument];
   } else if (ref.type === 'ref/resource') {
-    const template = content.resourceTemplates.find((t) => t.template.uriTemplate === ref.uri);
+    const template = content.resourceTemplates.find(
+      (t) => t.template.uriTemplate === ref.uri && offers(t, context.tools),
+    );
     if (!template) throw new ProtocolError(INVALID_PARAMS, `Unknown resource template: ${named(ref.uri)}`);
     if (!template.variables.includes(argument)) {
       throw new ProtocolError(

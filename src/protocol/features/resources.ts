@@ -3,7 +3,7 @@
  * and the resource templates the packs declare, whose variables are read from the URI. A URI that
  * names none is "Resource not found", with the code of the request's revision (revisions.ts).
  */
-import { resourceAt } from '../../content.js';
+import { offers, resourceAt } from '../../content.js';
 import { ArgumentError, INVALID_PARAMS, ProtocolError, ResourceNotFoundError } from '../../errors.js';
 import { contentFor, servedContent } from '../content-context.js';
 import type { Feature, HandlerContext } from '../dispatcher.js';
@@ -38,14 +38,17 @@ export const resourcesFeature: Feature = {
     'resources/templates/list': {
       eras: ['legacy', 'modern'],
       cache: { ttlMs: LIST_TTL_MS, cacheScope: 'private' },
+      // Only the templates the caller may read: those whose tools it may call.
       handle: (_params, ctx) => ({
-        resourceTemplates: servedContent(ctx.deps).resourceTemplates.map(({ template }) => ({
-          uriTemplate: template.uriTemplate,
-          name: template.name,
-          title: template.title,
-          description: template.description,
-          mimeType: template.mimeType,
-        })),
+        resourceTemplates: servedContent(ctx.deps)
+          .resourceTemplates.filter((served) => offers(served, ctx.deps.registry.toolsFor(ctx.caller)))
+          .map(({ template }) => ({
+            uriTemplate: template.uriTemplate,
+            name: template.name,
+            title: template.title,
+            description: template.description,
+            mimeType: template.mimeType,
+          })),
       }),
     },
     'resources/subscribe': {
@@ -72,7 +75,10 @@ export const resourcesFeature: Feature = {
         if (typeof uri !== 'string') throw new ProtocolError(INVALID_PARAMS, 'Invalid params: uri must be a string');
         const { content, context } = contentFor(ctx);
         const found = resourceAt(content, uri);
-        if (!found) throw new ResourceNotFoundError(uri);
+        // A template the caller is not offered names nothing to it, exactly as a URI of no template.
+        if (!found || ('template' in found && !offers(found.template, context.tools))) {
+          throw new ResourceNotFoundError(uri);
+        }
         if ('resource' in found) {
           return { contents: [{ uri, mimeType: found.resource.mimeType, text: found.resource.read(context) }] };
         }

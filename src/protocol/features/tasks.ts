@@ -10,7 +10,7 @@
  */
 import { INVALID_PARAMS, ProtocolError } from '../../errors.js';
 import type { JobService } from '../../jobs/service.js';
-import type { JobRow } from '../../jobs/store.js';
+import type { JobReader, JobRow } from '../../jobs/store.js';
 import type { Feature, HandlerContext } from '../dispatcher.js';
 import { INTERNAL_ERROR, isObject } from '../json-rpc.js';
 import { missingExtension } from '../revisions.js';
@@ -25,7 +25,7 @@ export const tasksFeature: Feature = {
       nameParam: 'taskId',
       handle: async (params, ctx) => {
         const { jobs, id } = taskRequest('tasks/get', params, ctx);
-        return detailedTask(await known(jobs.get(ctx.caller.id, id)), jobs);
+        return detailedTask(await known(jobs.get(readerOf(ctx), id)), jobs);
       },
     },
     'tasks/cancel': {
@@ -35,7 +35,7 @@ export const tasksFeature: Feature = {
       // ended, when it ended first).
       handle: async (params, ctx) => {
         const { jobs, id } = taskRequest('tasks/cancel', params, ctx);
-        await known(jobs.cancel(ctx.caller.id, id));
+        await known(jobs.cancel(readerOf(ctx), id));
         return {};
       },
     },
@@ -49,7 +49,7 @@ export const tasksFeature: Feature = {
         if (!isObject(params.inputResponses)) {
           throw new ProtocolError(INVALID_PARAMS, 'Invalid params: inputResponses must be an object');
         }
-        await known(jobs.get(ctx.caller.id, id));
+        await known(jobs.get(readerOf(ctx), id));
         return {};
       },
     },
@@ -75,6 +75,14 @@ function taskRequest(
   if (typeof params.taskId !== 'string')
     throw new ProtocolError(INVALID_PARAMS, 'Invalid params: taskId must be a string');
   return { jobs: ctx.deps.jobs!, id: params.taskId };
+}
+
+/**
+ * The caller as a reader of tasks, by the rule the job tools follow (readableBy in src/jobs/store.ts):
+ * a task created under another data scope or toolset is unknown.
+ */
+function readerOf(ctx: HandlerContext): JobReader {
+  return { caller: ctx.caller, mayRun: (tool) => ctx.deps.registry.mayRunAsJob(ctx.caller, tool) };
 }
 
 /** The caller's task, or -32602: another caller's task is answered as one that never was, or expired. */
