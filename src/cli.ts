@@ -306,7 +306,7 @@ async function doctor(config: Config, packs: readonly Pack[], logger: Logger): P
     const checks = [
       templatesCheck(packs),
       ...dataScopeChecks(packs),
-      ...(await checkReaderSafety(database.readerUrl, scope)),
+      ...(await checkReaderSafety(database.readerUrl, scope, { sampleValues: true })),
       ...(database.jobsUrl === undefined
         ? [
             {

@@ -65,12 +65,18 @@ export function readerScopeOf(packs: readonly Pack[]): ReaderScope {
 
 /**
  * Runs every check over one plain connection as the reader, without the startup parameters the
- * server adds, so that the role's own settings are what is checked.
+ * server adds, so that the role's own settings are what is checked. `sampleValues` (doctor's) also
+ * reads the values of the columns declared not personal; `serve` judges them by name only, so that
+ * its start reads no table a writer may hold locked, and costs the same at any size.
  */
-export async function checkReaderSafety(readerUrl: string, scope: ReaderScope): Promise<SafetyCheck[]> {
+export async function checkReaderSafety(
+  readerUrl: string,
+  scope: ReaderScope,
+  options: { readonly sampleValues?: boolean } = {},
+): Promise<SafetyCheck[]> {
   const client = await connectAsRole(readerUrl);
   try {
-    const checks = await runChecks(client, scope);
+    const checks = await runChecks(client, scope, options.sampleValues ?? false);
     checks.push(await poolerCheck(client, readerUrl));
     return checks;
   } finally {
@@ -193,7 +199,7 @@ export async function checkJobRoleSafety(jobsUrl: string, scope: ReaderScope): P
   }
 }
 
-async function runChecks(client: pg.Client, scope: ReaderScope): Promise<SafetyCheck[]> {
+async function runChecks(client: pg.Client, scope: ReaderScope, sampleValues: boolean): Promise<SafetyCheck[]> {
   const { role, database, superuser, checks } = await leafRoleChecks(client);
   const { rows: dangerous } = await client.query<{ name: string }>(
     `select name from unnest($1::text[]) as name where pg_has_role(current_user, name, 'MEMBER')`,
@@ -279,7 +285,7 @@ async function runChecks(client: pg.Client, scope: ReaderScope): Promise<SafetyC
   checks.push(...(await checkOtherDatabases(client, role)));
 
   checks.push(...(await personalDataChecks(client, role, scope.personal)));
-  checks.push(...(await classificationChecks(client, scope)));
+  checks.push(...(await classificationChecks(client, scope, sampleValues)));
 
   const setting = async (name: string): Promise<string> =>
     (await client.query<{ value: string }>('select current_setting($1) as value', [name])).rows[0]!.value;

@@ -148,7 +148,8 @@ function classifyLine(key: string): string {
  * personal (with its kind) or as not personal, and never both; a column in neither is one no check
  * would mask. Then the columns declared not personal are held to that: a name or sampled values
  * that look like an email or a phone fail it; a name or values that look like a person's name are a
- * warning (a product or a team may be named like one).
+ * warning (a product or a team may be named like one). Values are sampled only when `sampleValues`
+ * (doctor); the names are judged always.
  */
 export async function classificationChecks(
   client: pg.Client,
@@ -157,6 +158,7 @@ export async function classificationChecks(
     readonly personal: Readonly<Record<string, PersonalColumn>>;
     readonly notPersonal?: readonly string[];
   },
+  sampleValues: boolean,
 ): Promise<SafetyCheck[]> {
   const notPersonal = new Set(scope.notPersonal ?? []);
   const { rows: readable } = await client.query<{ key: string; target: string; col: string; text: boolean }>(
@@ -197,7 +199,7 @@ export async function classificationChecks(
     const byName = LOOKS_PERSONAL.find((l) => l.name.test(column));
     if (byName && byName.kind !== 'name') raw.push(`${row.key} is named like ${article(byName.kind)}`);
     else if (byName) named.push(`${row.key} is named like a person's name`);
-    if (!row.text) continue;
+    if (!sampleValues || !row.text) continue;
     // Names are told by their values only when there are many and nearly all read "Given Family": a
     // product or a team name rarely does, a list of people always. The distinct values of a sample, not
     // of the table: DISTINCT over a whole large table would cost a scan at every start.
