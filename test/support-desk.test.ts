@@ -177,6 +177,73 @@ describe.each(ZONES)('query_ticket_volume in %s', (zone) => {
   });
 });
 
+/** Calendar arithmetic on YYYY-MM-DD days, in UTC so that no zone's clock change moves a day. */
+const dayMs = (day: string): number => Date.parse(`${day}T00:00:00Z`);
+const dayOf = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
+const mondayOf = (day: string): string => dayOf(dayMs(day) - ((new Date(dayMs(day)).getUTCDay() + 6) % 7) * 86_400_000);
+const sundayOf = (day: string): string => dayOf(dayMs(mondayOf(day)) + 6 * 86_400_000);
+const firstOfMonth = (day: string): string => `${day.slice(0, 7)}-01`;
+const lastOfMonth = (day: string): string => {
+  const d = new Date(dayMs(day));
+  return dayOf(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 0));
+};
+
+const CUT_PERIODS = [
+  {
+    group_by: 'week',
+    range: { start_date: '2025-03-05', end_date: '2025-05-22' }, // a Wednesday to a Thursday
+    key: `date_trunc('week', (t.created_at at time zone $1)::date)::date::text`,
+    period: { label: mondayOf, last: sundayOf },
+  },
+  {
+    group_by: 'month',
+    range: { start_date: '2025-03-12', end_date: '2025-05-20' },
+    key: `date_trunc('month', (t.created_at at time zone $1)::date)::date::text`,
+    period: { label: firstOfMonth, last: lastOfMonth },
+  },
+] as const;
+
+it.each(ZONES.flatMap((zone) => CUT_PERIODS.map((c) => ({ zone, ...c }))))(
+  '19.1.3 query_ticket_volume in $zone by $group_by: the first and last rows say partial with the days they count; whole periods say nothing',
+  async ({ zone, group_by, range, key, period }) => {
+    const result = structured<{ rows: (VolumeRow & Record<string, unknown>)[] }>(
+      await harnesses[zone].call('query_ticket_volume', { ...range, group_by }),
+    );
+    const { rows: expected } = await admin.query<{ key: string; n: number }>(
+      `${visibleTickets('')} select ${key} as key, count(*)::int as n from v t group by 1 order by 1`,
+      [zone, range.start_date, range.end_date],
+    );
+    expect(result.rows.map((r) => [r.period, r.ticket_count])).toEqual(expected.map((e) => [e.key, e.n]));
+    expect(result.rows.length).toBeGreaterThan(2);
+
+    const head = result.rows[0]!;
+    const tail = result.rows.at(-1)!;
+    expect(head.period).toBe(period.label(range.start_date));
+    expect(tail.period).toBe(period.label(range.end_date));
+    const bounds = (r: Record<string, unknown>): Record<string, unknown> => ({
+      partial: r.partial,
+      first_day: r.first_day,
+      last_day: r.last_day,
+      until: r.until,
+    });
+    expect(bounds(head)).toEqual({
+      partial: true,
+      first_day: range.start_date,
+      last_day: period.last(range.start_date),
+      until: undefined,
+    });
+    expect(bounds(tail)).toEqual({
+      partial: true,
+      first_day: period.label(range.end_date),
+      last_day: range.end_date,
+      until: undefined,
+    });
+    for (const whole of result.rows.slice(1, -1)) {
+      expect(Object.keys(whole).sort()).toEqual(['period', 'ticket_count']);
+    }
+  },
+);
+
 describe('the day Havana skips midnight', () => {
   it('2025-03-09 starts at 01:00 local, and its tickets are those PostgreSQL dates to it', async () => {
     const out = structured<{ starts_at: string; ends_before: string; rows: VolumeRow[] }>(

@@ -27,7 +27,14 @@ import { z } from 'zod';
 import { localPeriodOf, type Period } from '../../../src/db/range-sql.js';
 import { oneOf } from '../../../src/lib/arguments.js';
 import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../../../src/lib/date-range.js';
-import { count, echoRange, rangeEcho, rowsEnvelope } from '../../../src/lib/result-shape.js';
+import {
+  bucketBounds,
+  bucketFields,
+  count,
+  echoRange,
+  rangeEcho,
+  rowsEnvelope,
+} from '../../../src/lib/result-shape.js';
 import { hiddenGroupCount, visibleGroupsOnly } from '../../../src/lib/small-groups.js';
 import { defineTemplate } from '../pack/kit.js';
 import { PRIORITIES, priority } from '../pack/priorities.js';
@@ -45,7 +52,13 @@ const input = z
   .superRefine(checkDateRange, DATE_RANGE_ALWAYS);
 
 const row = z.object({
-  period: z.string().optional().describe('First day of the day, ISO week (Monday) or month, YYYY-MM-DD'),
+  period: z
+    .string()
+    .optional()
+    .describe(
+      'First day of the day, ISO week (Monday) or month, YYYY-MM-DD, even when the range covers only part of it',
+    ),
+  ...bucketFields,
   priority: z.enum(PRIORITIES).optional(),
   team: z.string().optional(),
   ticket_count: count.describe('Tickets opened in the group'),
@@ -67,7 +80,7 @@ export const queryTicketVolume = defineTemplate({
   description: [
     'Counts the support tickets opened between start_date and end_date (both inclusive, at most 90 days), grouped by day, week (ISO, starting Monday), month, priority or team; optionally only one priority.',
     'Use it for ticket volume questions: "how many tickets per week this quarter?", "which team got the most tickets in May?", "urgent tickets per day last week".',
-    'Periods are labelled by their first day, which may fall before start_date; only tickets opened inside the range are counted, and periods without tickets are not listed. Priorities and teams come busiest first. The tickets of a team and priority that come from fewer requesters than the small-group threshold (5 unless configured) are left out of every figure, whatever the grouping, so every grouping of the same range and priority adds up to the same total; suppressed_groups counts those team-and-priority groups, and figures_cover says visible_groups_only when there are any.',
+    'Periods are labelled by their first day, which may fall before start_date; only tickets opened inside the range are counted, and a period the range covers only in part (cut by start_date, end_date, or the current minute while the range is running) says partial: true with the first_day and last_day it counts. Periods without tickets are not listed. Priorities and teams come busiest first. The tickets of a team and priority that come from fewer requesters than the small-group threshold (5 unless configured) are left out of every figure, whatever the grouping, so every grouping of the same range and priority adds up to the same total; suppressed_groups counts those team-and-priority groups, and figures_cover says visible_groups_only when there are any.',
   ].join(' '),
   input,
   examples: [
@@ -139,9 +152,12 @@ export const queryTicketVolume = defineTemplate({
       ...echoRange(args, ctx.timeZone),
       group_by: args.group_by,
       priority: args.priority ?? null,
-      rows: groups.map(
-        ({ group_key, ticket_count }) => ({ [keyName(args.group_by)]: group_key, ticket_count }) as z.infer<typeof row>,
-      ),
+      rows: groups.map(({ group_key, ticket_count }) => {
+        const { group_by: by } = args;
+        const bounds =
+          by === 'priority' || by === 'team' ? {} : bucketBounds(String(group_key), by, args, ctx.timeZone);
+        return { [keyName(by)]: group_key, ...bounds, ticket_count } as z.infer<typeof row>;
+      }),
       row_count: groups.length,
       truncated: page.truncated,
     };
