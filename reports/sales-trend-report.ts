@@ -100,6 +100,24 @@ export function trendChunks(start: string, weeks: number): { start_date: string;
   return chunks;
 }
 
+/** The first Monday a trend reads: the week before its first, which gives the first week its change. */
+function readFrom(args: { weeks: number; through_week?: string | undefined }, today: string): string {
+  const last = resolveWeek(args.through_week ?? 'last_week', today, 'through_week');
+  return shift(last.start_date, -7 * args.weeks);
+}
+
+/** The report's rule: one row per week and currency, and all of them in one answer of MAX_ROWS rows. */
+function assertFits(weeks: number, currencies: number): void {
+  if (weeks * currencies <= MAX_ROWS) return;
+  const fit = Math.floor(MAX_ROWS / currencies);
+  throw new ArgumentError([
+    {
+      field: 'weeks',
+      rule: `with sales in ${currencies} currencies, at most ${fit} weeks fit one answer of ${MAX_ROWS} rows; ask for ${fit} weeks or fewer`,
+    },
+  ]);
+}
+
 export const salesTrendReport = defineReport({
   name: 'sales_trend_report',
   title: 'Weekly sales trend',
@@ -125,6 +143,17 @@ export const salesTrendReport = defineReport({
   steps: (args, ctx) =>
     Math.ceil((args.weeks + 1) / WEEKS_PER_QUERY) +
     (resolveWeek(args.through_week ?? 'last_week', ctx.today, 'through_week').end_date >= ctx.today ? 1 : 0),
+  // At submit: the currencies sold over the same weeks, against the rule. Read by region (the daily
+  // region rollup, a few rows a query), not by week as the run reads them: the answer is the same set.
+  check: async (run, args, ctx) => {
+    const currencies = new Set<string>();
+    for (const chunk of trendChunks(readFrom(args, ctx.today), args.weeks + 1)) {
+      const answer = await run(querySales, { ...chunk, group_by: 'region' });
+      if (answer.truncated) throw new Error('a trend check chunk was cut at the row cap');
+      for (const row of answer.rows) currencies.add(row.currency);
+    }
+    assertFits(args.weeks, currencies.size);
+  },
   build: async (run, args, ctx): Promise<Output> => {
     const last = resolveWeek(args.through_week ?? 'last_week', ctx.today, 'through_week');
     const start = shift(last.start_date, -7 * (args.weeks - 1));
@@ -176,15 +205,7 @@ export const salesTrendReport = defineReport({
         });
       }
     }
-    if (rows.length > MAX_ROWS) {
-      const fit = Math.floor(MAX_ROWS / currencies.length);
-      throw new ArgumentError([
-        {
-          field: 'weeks',
-          rule: `with sales in ${currencies.length} currencies, at most ${fit} weeks fit one answer of ${MAX_ROWS} rows; ask for ${fit} weeks or fewer`,
-        },
-      ]);
-    }
+    assertFits(args.weeks, currencies.length);
     return {
       weeks: args.weeks,
       first_week: isoWeekOf(start).week,

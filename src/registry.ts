@@ -595,14 +595,22 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
       if (!report || !jobEntries.includes(report) || !allowed(options.caller, name)) {
         return unknownTool(name, deps, options);
       }
-      return submitJob(report, name, args, deps, options);
+      return submitJob(report, name, args, deps, options, limits?.[report.report.name], runFor);
     },
     call: async (name, args, deps, options) => {
       if (isJobTool(name)) {
         if (!allowed(options.caller, name)) return unknownTool(name, deps, options);
         const submitted = submitTools.get(name);
         if (submitted) {
-          const outcome = await submitJob(submitted, name, args, deps, options);
+          const outcome = await submitJob(
+            submitted,
+            name,
+            args,
+            deps,
+            options,
+            limits?.[submitted.report.name],
+            runFor,
+          );
           if ('result' in outcome) return outcome.result;
           return successResult(jobView(outcome.job, deps.jobs!.pollIntervalMs));
         }
@@ -688,7 +696,9 @@ async function runReport(
 /**
  * Submits a report as a job: its arguments checked and resolved as a call of the report would be
  * (so a mistake is told now, not when polling), then recorded in the job store, within the caller's
- * bound on jobs in flight. It takes no admission and no rate token: the job's run does, when it runs.
+ * bound on jobs in flight. It takes no admission and no rate token (the job's run does, when it runs),
+ * unless the report declares a check on the data: that runs first, as one admitted call of its
+ * templates, so that what the run would refuse is refused now.
  */
 async function submitJob(
   entry: ReportEntry,
@@ -696,6 +706,15 @@ async function submitJob(
   rawArgs: unknown,
   deps: CallDeps,
   options: CallOptions,
+  limit: TemplateLimits | undefined,
+  runFor: (
+    report: AnyReport,
+    deps: CallDeps,
+    signal: AbortSignal,
+    nowMs: number,
+    scope: DataScope | undefined,
+    step: (rows: number) => void,
+  ) => RunTemplate,
 ): Promise<{ readonly job: JobRow } | { readonly result: CallToolResult }> {
   const { report } = entry;
   const record = callRecord(tool, deps, options);
@@ -715,6 +734,19 @@ async function submitJob(
     throw err;
   }
   record.args = args;
+  if (report.check) {
+    // Its refusal or failure is the submit's one audit line; its success writes none (the submit's follows).
+    const quiet: CallRecord = { ...record, audit: () => undefined };
+    const checked = await admitted(quiet, deps, options, limit, async (signal) => {
+      await report.check!(
+        runFor(report, deps, signal, nowMs, scopeOf(options.caller), () => undefined),
+        args,
+        ctx,
+      );
+      return { data: {}, rowCount: 0 };
+    });
+    if (checked.isError) return { result: checked };
+  }
   if (!deps.jobs) return { result: record.fail(new InfraError('database_unavailable'), new Error('no job store')) };
   let submitted: JobRow | { inFlight: number };
   try {

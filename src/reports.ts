@@ -78,6 +78,13 @@ export interface ReportTemplate<Args, Output extends Record<string, unknown>> ex
    */
   readonly job?: { readonly submitTool: string };
   /**
+   * A rule on the answer that only the data can tell (more rows than fit, say), throwing an
+   * ArgumentError: run when a job is submitted, through the report's own templates and one admission,
+   * so that submit refuses at once what the job's run would refuse. build keeps its own check (the
+   * data may change before the job runs).
+   */
+  readonly check?: (run: RunTemplate, args: Args, ctx: ReportContext) => Promise<void>;
+  /**
    * Builds the answer. An ArgumentError thrown here (a week in the future, say) is the caller's to
    * fix and comes back naming the field.
    */

@@ -11,6 +11,7 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobSettings } from '../src/jobs/service.js';
 import { connectAdmin, figures, startHarness, structured, textOf, type Harness } from './support/harness.js';
+import { addEuroOrders } from './support/sales-reports.js';
 import { createScratchDatabase, eventually, type ScratchDatabase } from './support/scratch.js';
 
 // Wednesday 2 July 2025: last week is 2025-W26 (23..29 June); the test data ends on 30 June.
@@ -336,6 +337,60 @@ describe('jobs whose query is blocked by a lock', () => {
       await locker.query('rollback');
       await stopping.close();
       await staying.close();
+    }
+  });
+});
+
+describe('a trend job for more weeks than fit one answer', () => {
+  let scratch: ScratchDatabase;
+  beforeAll(async () => {
+    scratch = await createScratchDatabase('jobs_fit', { orders: 2000, until: '2025-06-30' });
+    await addEuroOrders(scratch.admin);
+  });
+  afterAll(async () => {
+    await scratch?.drop();
+  });
+
+  it('19.4.4 is refused at submit, as the report refuses it, naming weeks, and records no job', async () => {
+    const args = { weeks: 52, through_week: '2025-W24' };
+    // 2025-W24 is 9..15 June 2025; the trend reads the 52 weeks before and the one before them.
+    const { rows } = await scratch.admin.query<{ n: number }>(
+      `select count(distinct currency)::int as n from sales.orders
+        where status not in ('cancelled', 'refunded')
+          and ordered_at >= '2024-06-10T00:00:00Z' and ordered_at < '2025-06-16T00:00:00Z'`,
+    );
+    const currencies = rows[0]!.n;
+    expect(currencies * args.weeks).toBeGreaterThan(100);
+    const fit = Math.floor(100 / currencies);
+    const rule = `weeks: with sales in ${currencies} currencies, at most ${fit} weeks fit one answer of 100 rows`;
+
+    const caller = { id: 'jobs-too-many-weeks' };
+    const on = { readerUrl: scratch.readerUrl, now: () => NOW, caller, jobs: { jobsUrl: scratch.jobsUrl } } as const;
+    const plain = await startHarness(on);
+    const tasks = await startHarness({ ...on, era: 'modern', extensions: { 'io.modelcontextprotocol/tasks': {} } });
+    try {
+      const synchronous = await plain.call('sales_trend_report', args);
+      expect(synchronous.isError).toBe(true);
+      expect(textOf(synchronous)).toContain(rule);
+      for (const [harness, tool] of [
+        [plain, 'submit_trend_report'],
+        [tasks, 'sales_trend_report'],
+      ] as const) {
+        const submitted = await harness.call(tool, args);
+        expect(submitted.isError, tool).toBe(true);
+        expect(textOf(submitted)).toContain(rule);
+        expect(harness.audits.at(-1)).toMatchObject({ tool, outcome: 'rejected', caller: caller.id });
+      }
+      const { rows: jobs } = await scratch.admin.query('select id from querygate_jobs.jobs where caller = $1', [
+        caller.id,
+      ]);
+      expect(jobs).toEqual([]);
+      // What fits is still accepted: the check refuses only what the run would.
+      const accepted = await plain.call('submit_trend_report', { ...args, weeks: fit });
+      expect(accepted.isError, textOf(accepted)).toBeFalsy();
+    } finally {
+      await plain.close();
+      await tasks.close();
     }
   });
 });
