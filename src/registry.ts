@@ -735,17 +735,25 @@ async function submitJob(
   }
   record.args = args;
   if (report.check) {
-    // Its refusal or failure is the submit's one audit line; its success writes none (the submit's follows).
+    // Only what the check refuses refuses the submit, as the submit's one audit line. A check that
+    // cannot run (the reader down or busy, no admission) leaves the job to its run, which retries
+    // transient failures and keeps the report's own check.
+    let refusal: ArgumentError | undefined;
     const quiet: CallRecord = { ...record, audit: () => undefined };
-    const checked = await admitted(quiet, deps, options, limit, async (signal) => {
-      await report.check!(
-        runFor(report, deps, signal, nowMs, scopeOf(options.caller), () => undefined),
-        args,
-        ctx,
-      );
+    await admitted(quiet, deps, options, limit, async (signal) => {
+      try {
+        await report.check!(
+          runFor(report, deps, signal, nowMs, scopeOf(options.caller), () => undefined),
+          args,
+          ctx,
+        );
+      } catch (err) {
+        if (!(err instanceof ArgumentError)) throw err;
+        refusal = err;
+      }
       return { data: {}, rowCount: 0 };
     });
-    if (checked.isError) return { result: checked };
+    if (refusal) return { result: record.reject(refusal) };
   }
   if (!deps.jobs) return { result: record.fail(new InfraError('database_unavailable'), new Error('no job store')) };
   let submitted: JobRow | { inFlight: number };
