@@ -368,9 +368,9 @@ describe("the contract suite's small-groups rule for a smallGroups template", ()
   });
 });
 
-describe('the README', () => {
+describe('docs/security.md', () => {
   it('19.2.4 says what suppression leaves possible across calls over overlapping ranges, and what limits it', () => {
-    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const readme = readFileSync(new URL('../docs/security.md', import.meta.url), 'utf8');
     const paragraph = readme.slice(
       readme.indexOf('### Small groups'),
       readme.indexOf('\n#', readme.indexOf('### Small groups') + 4),
