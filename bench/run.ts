@@ -28,7 +28,7 @@ import { MAX_ROWS } from '../src/lib/arguments.js';
 import { createLogger } from '../src/logger.js';
 import { CLI, cpuMs, memoryMb, runFor, startServer } from './measure.js';
 
-/** How `npm start` and the Docker image launch the HTTP server (see the README's note on memory). */
+/** How `npm start` and the Docker image launch the HTTP server (see docs/benchmarks.md, Memory). */
 const HTTP_NODE_FLAGS = ['--max-old-space-size=1024'];
 const UNTIL = '2026-06-30';
 const logger = createLogger('warn');

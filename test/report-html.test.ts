@@ -8,7 +8,7 @@
  *
  * Chromium must be at /usr/bin/chromium (QUERYGATE_CHROMIUM to name another): without it these tests
  * fail, saying so. QUERYGATE_BROWSER_TESTS=0 skips them on a machine without a browser; CI never sets
- * it (.ci/run installs Chromium). QUERYGATE_SCREENSHOTS=docs writes the README's screenshots.
+ * it (.ci/run installs Chromium). QUERYGATE_SCREENSHOTS=docs writes the screenshots of docs/reports.md.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -46,7 +46,7 @@ export async function testTarget(): Promise<Target> {
             ? `no pack of QUERYGATE_PACKS has a template ${name}; add it to its pack's queries/index.ts and build`
             : `no pack of the test database has a template ${name}: npm test runs over ALL_PACKS (test/support/packs.ts). ` +
                 'Run this test against your database: QUERYGATE_PACKS=<your pack> DATABASE_URL=<its reader> ' +
-                'ADMIN_DATABASE_URL=<an admin> npx vitest run <this file> (README, Expose your own database, step 9)',
+                'ADMIN_DATABASE_URL=<an admin> npx vitest run <this file> (docs/your-own-database.md, step 9)',
         );
       }
       return readerOf(pack);
