@@ -10,7 +10,7 @@
 import { sql, type AliasedSelectQueryBuilder, type Kysely, type RawBuilder, type SelectQueryBuilder } from 'kysely';
 import { acrossUtcDays, endOfRange, startOfDay } from '../src/db/range-sql.js';
 import type { ResolvedRange } from '../src/lib/date-range.js';
-import type { QueryContext } from '../src/registry.js';
+import type { QueryContext } from '../src/registry/index.js';
 import type { ReportingDatabase } from './schema.js';
 import { NON_REVENUE_STATUSES } from './statuses.js';
 

@@ -1,5 +1,5 @@
 /** Every tool of the sales pack, in one explicit list; the registry checks the whole list at start-up. */
-import type { AnyTemplate } from '../src/registry.js';
+import type { AnyTemplate } from '../src/registry/index.js';
 import { queryOrderCount } from './query-order-count.js';
 import { queryRecentOrders } from './query-recent-orders.js';
 import { querySales } from './query-sales.js';

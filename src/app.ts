@@ -24,11 +24,12 @@ import { createCallLimits, createSubscriptionLimits, createTokenBuckets } from '
 import { yesterdayUtc } from './lib/date-range.js';
 import { createTokenizer } from './lib/masking.js';
 import { openLiveConfig } from './live-config.js';
-import { hiddenByDataScope } from './registry.js';
+import { hiddenByDataScope } from './registry/access.js';
 import type { Logger } from './logger.js';
 import { countedAudit, createMetrics, type Metrics } from './metrics.js';
 import type { Pack } from './pack.js';
-import { runThrough, startJobService } from './jobs/service.js';
+import { startJobService } from './jobs/service.js';
+import { runThrough } from './registry/jobs.js';
 import { createSharedRates } from './jobs/rates.js';
 import { VERSION } from './protocol/identity.js';
 import { createTracing } from './tracing.js';

@@ -5,7 +5,7 @@
 import { closeSync, fstatSync, openSync, writeSync } from 'node:fs';
 import { ConfigError } from './errors.js';
 import { scopeOf, type DataScope } from './lib/data-scope.js';
-import type { Caller } from './registry.js';
+import type { Caller } from './caller.js';
 
 /** `cancelled`: the client cancelled the call or went away before its answer. */
 export type AuditOutcome = 'ok' | 'rejected' | 'failed' | 'refused' | 'cancelled' | 'unknown_tool';

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { isTimeZone } from './config.js';
 import { ConfigError } from './errors.js';
 import { MAX_ROWS } from './lib/arguments.js';
-import type { TemplateLimits } from './registry.js';
+import type { TemplateLimits } from './registry/types.js';
 
 /** A pack to serve, by the name it is known by or the path it is loaded from, with some of its templates. */
 export type PackEntry = ({ readonly name: string } | { readonly path: string }) & {

@@ -10,7 +10,7 @@ import { documentationResources, type StaticResource } from './docs.js';
 import { ConfigError } from './errors.js';
 import type { Pack } from './pack.js';
 import { servePrompt, type ServedPrompt } from './prompts.js';
-import type { Caller } from './registry.js';
+import type { Caller } from './caller.js';
 
 export type { StaticResource } from './docs.js';
 

@@ -20,7 +20,8 @@ import {
 import { ConfigError } from './errors.js';
 import { createLiveRegistry, type LiveRegistry } from './live-registry.js';
 import type { Logger } from './logger.js';
-import { createRegistry, DEFAULT_SMALL_GROUP_THRESHOLD, type AnyTemplate, type QueryContext } from './registry.js';
+import { createRegistry } from './registry/index.js';
+import { DEFAULT_SMALL_GROUP_THRESHOLD, type AnyTemplate, type QueryContext } from './registry/types.js';
 import type { AnyReport } from './reports.js';
 
 /** Editors save by writing a new file and renaming it over the old one: several events, one reload. */

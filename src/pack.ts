@@ -9,25 +9,19 @@ import type pg from 'pg';
 import type { ResourceTemplate } from './content.js';
 import type { Logger } from './logger.js';
 import type { AnyPrompt } from './prompts.js';
-import type { AnyTemplate, QueryTemplate } from './registry.js';
+import type { PersonalKind } from './lib/masking.js';
+import type {
+  AnyTemplate,
+  DataScopeDimension,
+  PersonalColumn,
+  PersonalColumns,
+  QueryTemplate,
+  SourceColumnOf,
+} from './registry/types.js';
 import type { AnyReport } from './reports.js';
 
-/** The kinds of personal or internal data, each with the one treatment that makes it safe to return. */
-export type PersonalKind = 'internal_id' | 'name' | 'email' | 'phone';
-
-export interface PersonalColumn {
-  readonly kind: PersonalKind;
-  /** For internal ids: the entity the id names, which becomes the token's prefix ("order", "ticket"). */
-  readonly entity?: string;
-}
-
-/** "schema.table.column" for every column of a pack's generated table types; any string for erased types. */
-export type SourceColumnOf<DB> = 0 extends 1 & DB
-  ? string
-  : { [T in keyof DB & string]: `${T}.${keyof DB[T] & string}` }[keyof DB & string];
-
-/** Every column of a pack that must never leave the server raw, keyed "schema.table.column". */
-export type PersonalColumns<DB = unknown> = Readonly<Partial<Record<SourceColumnOf<DB>, PersonalColumn>>>;
+// A pack declares these; they live with the template's types, which the registry stands on.
+export type { DataScopeDimension, PersonalColumn, PersonalColumns, PersonalKind, SourceColumnOf };
 
 /**
  * The rest of a pack's classification of its readable columns: every column the reader can read that
@@ -44,17 +38,6 @@ export interface SeedRequest {
   readonly until: string;
   /** Replace the pack's existing data instead of refusing a database that holds some. */
   readonly replace: boolean;
-}
-
-/**
- * A dimension along which a caller's view of the pack's data may be narrowed ("region"): a caller
- * scoped on it sees only the rows whose value is one of its own (see the templates' `dataScope`).
- */
-export interface DataScopeDimension<Name extends string = string> {
-  /** snake_case, as a caller's scope and an argument that filters on it name it. */
-  readonly name: Name;
-  /** What its values are, and which rows a value keeps: for an operator mapping identities to it. */
-  readonly description: string;
 }
 
 /** A pack's deterministic demo data. */

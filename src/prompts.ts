@@ -11,7 +11,7 @@ import type { ContentContext } from './content.js';
 import { ArgumentError, ConfigError, INVALID_PARAMS, ProtocolError, type ArgumentIssue } from './errors.js';
 import { outsideScope, scopeOf } from './lib/data-scope.js';
 import { quote } from './lib/date-range.js';
-import { TOOL_NAME } from './registry.js';
+import { TOOL_NAME } from './registry/types.js';
 
 export interface PromptTemplate<Args> {
   /** snake_case, unique among the prompts a server offers. */

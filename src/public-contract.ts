@@ -4,7 +4,7 @@
  * committed (contract/tools.json) and a test fails when the live one differs; nothing needs a database.
  */
 import type { Pack } from './pack.js';
-import { createRegistry } from './registry.js';
+import { createRegistry } from './registry/index.js';
 
 export interface ToolContract {
   readonly name: string;

@@ -6,7 +6,7 @@
  */
 import type { z } from 'zod';
 import type { DataScope } from './lib/data-scope.js';
-import type { AnyTemplate, QueryContext, QueryTemplate, ToolContract } from './registry.js';
+import type { AnyTemplate, QueryContext, QueryTemplate, ToolContract } from './registry/types.js';
 
 /** A template's result as a report gets it: its output, with the registry's freshness. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -8,7 +8,7 @@
  */
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import type { Caller } from './registry.js';
+import type { Caller } from './caller.js';
 import { followingTools } from './protocol/content-context.js';
 import { createDispatcher, type DispatchDeps, type Session } from './protocol/dispatcher.js';
 import { cancelledRequestId, isCancellation, requestIdOf, type RequestId } from './protocol/json-rpc.js';

@@ -22,7 +22,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { ReaderDatabase } from './db/connect.js';
 import type { Logger } from './logger.js';
-import type { Registry } from './registry.js';
+import type { Registry } from './registry/interface.js';
 
 export interface Tracing {
   /** The registry, with a span around each call. */

@@ -19,7 +19,7 @@ import {
   type ColumnSpec,
   type QueryContext,
   type RowQuery,
-} from '../src/registry.js';
+} from '../src/registry/index.js';
 import {
   argumentEdgeViolations,
   bindParameterViolations,

@@ -22,7 +22,7 @@ import { contentOf } from '../src/content.js';
 import type { Statement } from '../src/db/connect.js';
 import { ConfigError } from '../src/errors.js';
 import { createTokenizer } from '../src/lib/masking.js';
-import { createRegistry, type Caller } from '../src/registry.js';
+import { createRegistry, type Caller } from '../src/registry/index.js';
 import { startHarness, structured, textOf, type Harness } from './support/harness.js';
 import {
   isNet,

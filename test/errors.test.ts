@@ -3,7 +3,7 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { templates } from '../queries/index.js';
-import type { AnyTemplate } from '../src/registry.js';
+import type { AnyTemplate } from '../src/registry/index.js';
 import { connectAdmin, startHarness, textOf, type Harness } from './support/harness.js';
 
 let harness: Harness;

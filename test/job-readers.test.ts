@@ -9,7 +9,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { Caller } from '../src/registry.js';
+import type { Caller } from '../src/registry/index.js';
 import { connectAdmin, startHarness, structured, textOf, type Harness } from './support/harness.js';
 import { eventually } from './support/scratch.js';
 

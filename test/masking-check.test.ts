@@ -13,7 +13,7 @@ import { ordersInRange } from '../pack/range-sql.js';
 import type { ReportingDatabase } from '../pack/schema.js';
 import { oneOf } from '../src/lib/arguments.js';
 import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
-import { createRegistry, type AnyTemplate, type ColumnSpec, type QueryContext } from '../src/registry.js';
+import { createRegistry, type AnyTemplate, type ColumnSpec, type QueryContext } from '../src/registry/index.js';
 
 // The probes reach into any table the test names; their builder's types are not the point here.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

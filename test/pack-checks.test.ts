@@ -16,7 +16,7 @@ import { ConfigError } from '../src/errors.js';
 import { oneOf } from '../src/lib/arguments.js';
 import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
 import { startOfDay } from '../src/db/range-sql.js';
-import { createRegistry, hiddenByDataScope, type AnyTemplate } from '../src/registry.js';
+import { createRegistry, hiddenByDataScope, type AnyTemplate } from '../src/registry/index.js';
 import { DEFAULT_READER_ROLE } from '../src/config.js';
 import { checkReaderSafety, readerScopeOf, type SafetyCheck } from '../src/db/doctor.js';
 import { runCli, startCli } from './support/cli.js';

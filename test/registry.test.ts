@@ -8,7 +8,7 @@ import { queryRecentOrders } from '../queries/query-recent-orders.js';
 import type { ReportingDatabase } from '../pack/schema.js';
 import { ConfigError } from '../src/errors.js';
 import { dayStart } from '../src/lib/local-day.js';
-import { createRegistry, isoTimestamp, roundMoney, TOOL_ANNOTATIONS, type AnyTemplate } from '../src/registry.js';
+import { createRegistry, isoTimestamp, roundMoney, TOOL_ANNOTATIONS, type AnyTemplate } from '../src/registry/index.js';
 import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import { PROTOCOL_VERSIONS, VERSION } from '../src/server.js';
 

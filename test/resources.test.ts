@@ -18,7 +18,7 @@ import { contentOf, type ResourceTemplate } from '../src/content.js';
 import { ArgumentError, ConfigError } from '../src/errors.js';
 import { createLiveRegistry } from '../src/live-registry.js';
 import type { Pack } from '../src/pack.js';
-import { createRegistry, type Registry } from '../src/registry.js';
+import { createRegistry, type Registry } from '../src/registry/index.js';
 import { runCli } from './support/cli.js';
 import { SUPPORT_READER_ROLE } from './support/database.js';
 import { connectAdmin, startHarness, structured, type Harness } from './support/harness.js';

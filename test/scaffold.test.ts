@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import prettier from 'prettier';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRegistry, type AnyTemplate } from '../src/registry.js';
+import { createRegistry, type AnyTemplate } from '../src/registry/index.js';
 import { scaffoldQuery, type Scaffolded } from '../src/scaffold.js';
 import { CLI } from './support/cli.js';
 import { startHarness, structured } from './support/harness.js';

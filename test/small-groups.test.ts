@@ -16,7 +16,7 @@ import { defineTemplate } from '../examples/support-desk/pack/kit.js';
 import { ticketsCreatedInRange } from '../examples/support-desk/pack/range-sql.js';
 import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
 import { hiddenGroupCount, visibleGroupsOnly } from '../src/lib/small-groups.js';
-import { createRegistry, type AnyTemplate } from '../src/registry.js';
+import { createRegistry, type AnyTemplate } from '../src/registry/index.js';
 import { smallGroupViolations, type CountRows } from './support/contract.js';
 import { connectAdmin, startHarness, structured, type Harness } from './support/harness.js';
 import { readerUrlFor } from './support/packs.js';

@@ -14,7 +14,7 @@ import { connectReader, type ReaderDatabase } from '../src/db/connect.js';
 import { createCallLimits, createSubscriptionLimits } from '../src/limits.js';
 import { createTokenizer } from '../src/lib/masking.js';
 import { silentLogger } from '../src/logger.js';
-import { createRegistry, type AnyTemplate, type TemplateLimits } from '../src/registry.js';
+import { createRegistry, type AnyTemplate, type TemplateLimits } from '../src/registry/index.js';
 import { createServer } from '../src/server.js';
 import { connectAdmin, textOf } from './support/harness.js';
 import { eventually } from './support/scratch.js';

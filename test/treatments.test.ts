@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { defineTemplate } from '../pack/kit.js';
 import { ordersInRange } from '../pack/range-sql.js';
 import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
-import { bucketOf, createRegistry, type AnyTemplate } from '../src/registry.js';
+import { bucketOf, createRegistry, type AnyTemplate } from '../src/registry/index.js';
 import { connectAdmin, startHarness, structured, textOf, type Harness } from './support/harness.js';
 import { regionOrdersTemplate } from './support/region-orders.js';
 

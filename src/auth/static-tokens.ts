@@ -8,7 +8,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { CALLER_NAME, RESERVED_CALLER_IDS } from '../caller-ids.js';
 import { ConfigError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { Caller } from '../registry.js';
+import type { Caller } from '../caller.js';
 import { claimValues, failure, type AuthResult } from './authenticator.js';
 import { callerWithScopes, NO_TOOLS, type Grants } from './grants.js';
 

@@ -11,7 +11,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import pg from 'pg';
 import { findPooler } from '../db/pooler.js';
 import type { Logger } from '../logger.js';
-import type { CallDeps, Caller, Registry } from '../registry.js';
+import type { Caller } from '../caller.js';
 import {
   CANCEL_CHANNEL,
   claimStale,
@@ -43,20 +43,6 @@ export type RunReport = (
   signal: AbortSignal,
   progress: (done: number, total: number, message: string) => void,
 ) => Promise<{ result: CallToolResult; ending: RunEnding }>;
-
-/** Runs a job's report through the registry, as a call of the report by the job's caller: the same door, limits and audit. */
-export function runThrough(registry: Registry, deps: CallDeps): RunReport {
-  return async (job, signal, progress) => {
-    let ending: RunEnding = { outcome: 'failed' };
-    const result = await registry.call(job.tool, job.args, deps, {
-      caller: job.caller,
-      signal,
-      progress,
-      ended: (e) => (ending = e),
-    });
-    return { result, ending };
-  };
-}
 
 export interface JobSettings extends Takeover {
   /** How long a job is kept after it is submitted. */

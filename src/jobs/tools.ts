@@ -2,7 +2,7 @@
  * The tools the engine makes for the reports that run as jobs, for clients without the tasks
  * extension: a submit tool per report (its own input, answered at once with the job), and one
  * get_report_job and one cancel_report_job for them all. Their contracts and their one answer shape
- * are here; the registry lists and runs them (src/registry.ts), the job service keeps the jobs.
+ * are here; the registry lists and runs them (src/registry/), the job service keeps the jobs.
  */
 import { z } from 'zod';
 import type { JobRow } from './store.js';

@@ -3,8 +3,10 @@
  * server can apply them on top of the masking a pack's views already do at the source.
  */
 import { createHmac } from 'node:crypto';
-import type { PersonalKind } from '../pack.js';
 import { memoize } from './memo.js';
+
+/** The kinds of personal or internal data, each with the one treatment that makes it safe to return. */
+export type PersonalKind = 'internal_id' | 'name' | 'email' | 'phone';
 
 /** The treatments that make a personal value safe to return: each kind of personal data has one. */
 export type Mask = 'token' | 'initials' | 'mask_email' | 'mask_phone';

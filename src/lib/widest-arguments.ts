@@ -5,7 +5,7 @@
  * and the contract tests EXPLAIN each of them, so no template needs a hand-written "widest" call.
  */
 import { z } from 'zod';
-import type { AnyTemplate } from '../registry.js';
+import type { AnyTemplate } from '../registry/types.js';
 import { argumentCombinations } from './argument-combinations.js';
 import { MAX_RANGE_DAYS } from './date-range.js';
 

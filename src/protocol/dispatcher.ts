@@ -7,7 +7,8 @@
 import type { ServerContent } from '../content.js';
 import { ProtocolError } from '../errors.js';
 import type { SubscriptionLimits } from '../limits.js';
-import type { CallDeps, Caller, ClientLogLevel, Registry } from '../registry.js';
+import type { Caller } from '../caller.js';
+import type { CallDeps, ClientLogLevel, Registry } from '../registry/interface.js';
 import { completionsFeature } from './features/completions.js';
 import { lifecycleFeature } from './features/lifecycle.js';
 import { loggingFeature } from './features/logging.js';

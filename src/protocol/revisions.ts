@@ -6,7 +6,7 @@
  * dispatcher reads the envelope here and dresses the result here.
  */
 import { INVALID_PARAMS, ProtocolError, ResourceNotFoundError } from '../errors.js';
-import type { ClientLogLevel } from '../registry.js';
+import type { ClientLogLevel } from '../registry/interface.js';
 import { isObject, withFields } from './json-rpc.js';
 
 /** The revisions that carry their envelope in every request, newest first. */

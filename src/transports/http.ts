@@ -25,7 +25,7 @@ import { ConfigError } from '../errors.js';
 import type { TokenBucket } from '../limits.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import type { Caller } from '../registry.js';
+import type { Caller } from '../caller.js';
 import { createDispatcher, type DispatchDeps } from '../protocol/dispatcher.js';
 import {
   encodeMessage,

@@ -21,7 +21,7 @@ import {
   type AnyTemplate,
   type ColumnSpec,
   type Registry,
-} from '../../src/registry.js';
+} from '../../src/registry/index.js';
 
 export interface Violation {
   /** The rule broken, as the suite's test names say it. */

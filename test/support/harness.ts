@@ -13,9 +13,9 @@ import { connectReader, type ReaderDatabase } from '../../src/db/connect.js';
 import { createCallLimits, createSubscriptionLimits, type LimitsOptions } from '../../src/limits.js';
 import { createTokenizer } from '../../src/lib/masking.js';
 import { createLogger, type Logger } from '../../src/logger.js';
-import { createRegistry, type AnyTemplate, type Caller, type Registry } from '../../src/registry.js';
+import { createRegistry, runThrough, type AnyTemplate, type Caller, type Registry } from '../../src/registry/index.js';
 import type { AnyReport } from '../../src/reports.js';
-import { runThrough, startJobService, type JobService, type JobSettings } from '../../src/jobs/service.js';
+import { startJobService, type JobService, type JobSettings } from '../../src/jobs/service.js';
 import { openJobStore } from '../../src/jobs/store.js';
 import { createServer, type ServerDeps } from '../../src/server.js';
 

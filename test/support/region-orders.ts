@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { defineTemplate } from '../../pack/kit.js';
 import { ordersInRange } from '../../pack/range-sql.js';
 import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../../src/lib/date-range.js';
-import type { AnyTemplate } from '../../src/registry.js';
+import type { AnyTemplate } from '../../src/registry/index.js';
 
 export function regionOrdersTemplate(
   name: string,

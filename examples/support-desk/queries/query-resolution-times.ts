@@ -30,7 +30,7 @@ import { z } from 'zod';
 import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../../../src/lib/date-range.js';
 import { count, echoRange, rangeEcho, rowsEnvelope } from '../../../src/lib/result-shape.js';
 import { hiddenGroupCount, visibleGroupsOnly } from '../../../src/lib/small-groups.js';
-import type { ResultRow } from '../../../src/registry.js';
+import type { ResultRow } from '../../../src/registry/index.js';
 import { defineTemplate } from '../pack/kit.js';
 import { PRIORITIES, priority } from '../pack/priorities.js';
 import { ticketsCreatedInRange } from '../pack/range-sql.js';

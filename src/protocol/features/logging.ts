@@ -5,7 +5,7 @@
  * stateless, has no connection to remember it for).
  */
 import { INVALID_PARAMS, ProtocolError } from '../../errors.js';
-import type { ClientLogLevel } from '../../registry.js';
+import type { ClientLogLevel } from '../../registry/interface.js';
 import type { Feature } from '../dispatcher.js';
 import { LOG_LEVELS } from '../revisions.js';
 

@@ -1,0 +1,91 @@
+import type { RawResult } from '../../db/connect.js';
+import { ConfigError } from '../../errors.js';
+import { MAX_ROWS } from '../../lib/arguments.js';
+import { comparisonCut, comparisonRange, type Comparison } from '../../lib/comparison.js';
+import type { DataScope } from '../../lib/data-scope.js';
+import { isoUtc } from '../../lib/local-day.js';
+import { cutEcho } from '../../lib/running.js';
+import type { Entry } from '../entries.js';
+import type { CallDeps } from '../interface.js';
+import { shapeRows } from '../shaping/rows.js';
+import { builderContext, type TemplateLimits } from '../types.js';
+import { StatementFailed } from './admission.js';
+import { statementFor } from './statements.js';
+
+/**
+ * Answers a validated call of a template: its statement for the range asked for (and, with
+ * `compare_to`, for the comparison range), the rows shaped and presented, and the output checked
+ * against its schema. A statement that fails throws StatementFailed; a template that breaks its own
+ * contract throws anything else (a programmer error).
+ */
+export async function answer(
+  entry: Entry,
+  args: Record<string, unknown>,
+  deps: CallDeps,
+  signal: AbortSignal,
+  limit: TemplateLimits | undefined,
+  scope: DataScope | undefined,
+): Promise<{ data: Record<string, unknown>; rowCount: number }> {
+  const { template } = entry;
+  // The builder's context: the reporting zone, and the caller's scope for a scoped caller.
+  const rule = template.smallGroups;
+  const ctx = builderContext(
+    template,
+    { timeZone: deps.ctx.timeZone, ...(scope ? { dataScope: scope } : {}) },
+    entry.threshold,
+  );
+  const cap = Math.min(template.rowLimit?.(args) ?? MAX_ROWS, MAX_ROWS, limit?.maxRows ?? MAX_ROWS);
+  // Taken before the statement is sent: its snapshot is later, so it holds every commit made before this instant.
+  // On a hot standby, the reader says how fresh its data is (an earlier instant when replay is behind).
+  let dataAsOf = new Date().toISOString();
+  let stale = false;
+  const run = async (
+    values: Record<string, unknown>,
+  ): Promise<{ output: Record<string, unknown>; suppressed: number; rows: number }> => {
+    // Built outside the try: a template that breaks its contract is a programmer error, not the database's.
+    const statement = statementFor(entry, values, cap, deps.db, ctx);
+    let result: RawResult;
+    try {
+      result = await deps.db.execute(statement, signal);
+    } catch (err) {
+      throw new StatementFailed(err);
+    }
+    if (result.freshness) {
+      if (result.freshness.asOf !== undefined && result.freshness.asOf < dataAsOf) dataAsOf = result.freshness.asOf;
+      stale ||= result.freshness.stale;
+    }
+    const { rows, suppressed } = shapeRows(entry, result, Math.min(result.rows.length, cap), deps.tokenize);
+    const output = template.present(rows, { truncated: result.rows.length > cap }, values, ctx);
+    return { output, suppressed, rows: rows.length };
+  };
+  const current = await run(args);
+  let { output, suppressed } = current;
+  const compareTo = args.compare_to as Comparison | undefined;
+  if (compareTo !== undefined && template.compare) {
+    const [start, end] = [args.start_date as string, args.end_date as string];
+    const range = comparisonRange(start, end, compareTo);
+    // A range still running is compared with the same part of the other: cut at the same local time of day.
+    const until =
+      typeof args.until === 'string'
+        ? isoUtc(comparisonCut(start, end, compareTo, Date.parse(args.until), deps.ctx.timeZone))
+        : undefined;
+    const { compare_to: _compare, period: _period, until: _until, ...rest } = args;
+    const prior = await run({ ...rest, ...range, ...(until ? { until } : {}) });
+    output = template.compare(output, prior.output, {
+      compare_to: compareTo,
+      ...range,
+      ...cutEcho({ until }, deps.ctx.timeZone),
+    });
+    suppressed += prior.suppressed;
+  }
+  const checked = entry.output.safeParse({
+    ...output,
+    data_as_of: dataAsOf,
+    ...(stale ? { data_stale: true } : {}),
+    ...(scope ? { data_scope: scope } : {}),
+    ...(entry.suppresses ? { suppressed_groups: suppressed } : {}),
+    ...(rule ? { figures_cover: suppressed > 0 ? 'visible_groups_only' : 'all' } : {}),
+  });
+  if (!checked.success) throw new ConfigError(`output does not match its schema: ${checked.error.message}`);
+  return { data: checked.data, rowCount: current.rows };
+}

@@ -1,0 +1,42 @@
+/**
+ * The start-up checks of a template, in the order they run: a template that breaks one is refused
+ * with a ConfigError before a single call is served. Each rule is a file of its own.
+ */
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { AnyTemplate } from '../types.js';
+import { assertBoundValues } from './bound-values.js';
+import { compiledCalls } from './checked-calls.js';
+import { assertContract } from './contract.js';
+import { assertScopeBound } from './data-scope.js';
+import { assertDimensions } from './dimensions.js';
+import { assertSelections } from './selections.js';
+import { assertShape } from './shape.js';
+import { assertSmallGroups, assertSmallGroupsKept } from './small-groups.js';
+import { assertTreatments } from './treatments.js';
+
+/** What the template declares of itself and its columns; gives the names of its pack's dimensions. */
+export function checkDeclaration(template: AnyTemplate): string[] {
+  assertShape(template);
+  assertSmallGroups(template);
+  assertTreatments(template);
+  return assertDimensions(template);
+}
+
+/** Its argument and result contracts, read from its input's JSON schema. */
+export function checkContract(template: AnyTemplate, inputSchema: Tool['inputSchema']): void {
+  assertContract(template, inputSchema);
+}
+
+/**
+ * What its statements do, compiled for every call the checks make (checked-calls.ts): the columns
+ * each selects, then, statement by statement, the data scope bound, the small-group rule kept and
+ * every free value bound.
+ */
+export function checkStatements(template: AnyTemplate, inputSchema: Tool['inputSchema']): void {
+  assertSelections(template);
+  for (const call of compiledCalls(template)) {
+    assertScopeBound(template, call);
+    assertSmallGroupsKept(template, call);
+    assertBoundValues(template, inputSchema, call);
+  }
+}

@@ -1,0 +1,208 @@
+/**
+ * The template's types: what a pack declares for one tool (its contract, its columns and their
+ * treatments, its personal columns and data-scope dimensions), the context its builder gets and the
+ * rows it gets back. The rest of the registry, and every pack, stands on this file, which imports
+ * nothing of the registry's nor of a pack's.
+ */
+import type { CompiledQuery, Kysely } from 'kysely';
+import type { z } from 'zod';
+import type { Comparison } from '../lib/comparison.js';
+import type { DataScope } from '../lib/data-scope.js';
+import type { Mask, PersonalKind } from '../lib/masking.js';
+import type { SmallGroupContext, SmallGroupRule } from '../lib/small-groups.js';
+
+/**
+ * How a column's PostgreSQL text becomes JSON: `integer` a whole number, `number` any finite number (a
+ * median, a ratio, hours), `money` a number rounded to cents, `date` YYYY-MM-DD, `timestamp` ISO 8601 in UTC.
+ */
+export type ColumnKind = 'text' | 'integer' | 'number' | 'money' | 'date' | 'timestamp';
+
+/** A "schema.table.column" of the pack's tables; any string once a template's types are erased. */
+export type SourceColumn = string;
+
+/**
+ * What the registry does with a column's value on its way out. Every column declares one:
+ * - `plain`: returned as it is; only for a column no personal column is behind;
+ * - `mask_email`, `mask_phone`, `initials`, `token`: the one mask of a personal column's kind (MASK_FOR);
+ * - `drop`: selected for the query's own sake (an ORDER BY of a DISTINCT ON, say) and never returned,
+ *   nor seen by present(); the one other treatment a personal column may have;
+ * - `{ bucket: [b1, b2, …] }`: an amount returned as the range it falls in ("100 to under 500"), not itself;
+ * - `distinct_people`: how many distinct people a grouped row stands for (a `count(distinct …)` of a
+ *   personal id). A row for fewer people than the pack's threshold is left out and counted in the
+ *   result's `suppressed_groups`, so that a breakdown cannot single anyone out; the count itself is
+ *   never returned. NULL says the row is not about people (a branch that groups by day, say) and
+ *   keeps it.
+ * - `hidden_groups`: how many cells the template's `smallGroups` rule hid from every figure, selected
+ *   with hiddenGroupCount() (src/lib/small-groups.ts); read into `suppressed_groups`, never returned.
+ */
+export type Treatment =
+  'plain' | Mask | 'drop' | 'distinct_people' | 'hidden_groups' | { readonly bucket: readonly [number, ...number[]] };
+
+export interface ColumnSpec<Source extends string = SourceColumn> {
+  readonly type: ColumnKind;
+  /**
+   * The readable columns the value is computed from, or 'computed' when none of them is personal. A
+   * personal column anywhere in the selected expression must be listed here, with its mask.
+   */
+  readonly source: Source | 'computed' | readonly [Source, ...Source[]];
+  readonly treatment: Treatment;
+}
+
+export interface PersonalColumn {
+  readonly kind: PersonalKind;
+  /** For internal ids: the entity the id names, which becomes the token's prefix ("order", "ticket"). */
+  readonly entity?: string;
+}
+
+/** "schema.table.column" for every column of a pack's generated table types; any string for erased types. */
+export type SourceColumnOf<DB> = 0 extends 1 & DB
+  ? string
+  : { [T in keyof DB & string]: `${T}.${keyof DB[T] & string}` }[keyof DB & string];
+
+/** Every column of a pack that must never leave the server raw, keyed "schema.table.column". */
+export type PersonalColumns<DB = unknown> = Readonly<Partial<Record<SourceColumnOf<DB>, PersonalColumn>>>;
+
+/**
+ * A dimension along which a caller's view of the pack's data may be narrowed ("region"): a caller
+ * scoped on it sees only the rows whose value is one of its own (see the templates' `dataScope`).
+ */
+export interface DataScopeDimension<Name extends string = string> {
+  /** snake_case, as a caller's scope and an argument that filters on it name it. */
+  readonly name: Name;
+  /** What its values are, and which rows a value keeps: for an operator mapping identities to it. */
+  readonly description: string;
+}
+
+/** The small-group threshold when a pack sets none: a breakdown row stands for at least 5 people. */
+export const DEFAULT_SMALL_GROUP_THRESHOLD = 5;
+
+/**
+ * The context a template's builder gets: `ctx`, and for a template that declares `smallGroups` its
+ * rule at `threshold`. The registry builds every call's this way; so must anything else that builds a
+ * template's statement (doctor's EXPLAIN, the contract suite).
+ */
+export function builderContext(
+  template: AnyTemplate,
+  ctx: QueryContext,
+  threshold: number = DEFAULT_SMALL_GROUP_THRESHOLD,
+): QueryContext {
+  return template.smallGroups ? { ...ctx, smallGroups: { ...template.smallGroups, threshold } } : ctx;
+}
+
+/** What a template's builder must give back: a Kysely select the registry can cap and run. */
+export interface RowQuery {
+  limit(limit: number): { compile(): CompiledQuery };
+}
+
+export type CellValue = string | number | null;
+
+export type ResultRow = Record<string, CellValue>;
+
+export interface QueryContext {
+  /** IANA time zone in which date arguments are read. */
+  readonly timeZone: string;
+  /**
+   * The caller's data scope, given only to a template that applies it (its `dataScope`): for each
+   * dimension, the values whose rows the statement must keep to, each bound as a parameter.
+   * Undefined for a caller who sees every row.
+   */
+  readonly dataScope?: DataScope;
+  /**
+   * For a template that declares `smallGroups`: its rule and the threshold, for visibleGroupsOnly()
+   * and hiddenGroupCount() (src/lib/small-groups.ts), which bind the threshold as a parameter.
+   */
+  readonly smallGroups?: SmallGroupContext;
+}
+
+export interface Page {
+  /** True when more rows matched than were returned. */
+  readonly truncated: boolean;
+}
+
+/** What every tool is for a model: its name and words, and its argument and result contracts. */
+export interface ToolContract<Args, Output extends Record<string, unknown>> {
+  readonly name: string;
+  readonly title: string;
+  readonly description: string;
+  readonly input: z.ZodType<Args>;
+  /**
+   * Example arguments, as a model would send them. The first ones are shown in the description;
+   * all must validate, and they give the start-up check its dates and numbers (see assertSelections).
+   */
+  readonly examples: readonly [Record<string, unknown>, ...Record<string, unknown>[]];
+  readonly output: z.ZodType<Output>;
+}
+
+/**
+ * A tool over one query: its contract, and one Kysely builder over the pack's tables (DB). A pack
+ * writes its templates with the helper templateKit gives it (src/pack.ts).
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export interface QueryTemplate<Args, Output extends Record<string, unknown>, DB = any> extends ToolContract<
+  Args,
+  Output
+> {
+  /** Every column the query selects, by its alias, with its type, source and treatment. */
+  readonly columns: Readonly<Record<string, ColumnSpec<SourceColumnOf<DB>>>>;
+  /** The pack's personal columns, which the registry holds the selected columns to. */
+  readonly personal: PersonalColumns;
+  /** The pack's data-scope dimensions, which `dataScope` may name (given by templateKit). */
+  readonly dimensions?: readonly DataScopeDimension[];
+  /** How many rows the caller asked for; the registry caps it at MAX_ROWS and fetches one more. */
+  readonly rowLimit?: (args: Args) => number;
+  /**
+   * The data-scope dimensions (its pack's) that the query applies: for a scoped caller, `ctx.dataScope`
+   * holds their values, which every branch of the query must bind (`where(column, 'in', values)`). A
+   * caller scoped on a dimension the template does not apply is not served it. An argument named
+   * after a dimension filters on it, and a scoped caller's value outside its scope is refused.
+   */
+  readonly dataScope?: readonly string[];
+  /**
+   * For figures that count people: who a person is and the attributes a caller can group or filter
+   * by. Every branch of the query must keep to visibleGroupsOnly() and select hiddenGroupCount() under
+   * a `hidden_groups` column, and must return at least one row (a grand-total grouping set), so that
+   * the answer can say how many cells it left out even when it left out all of them.
+   */
+  readonly smallGroups?: SmallGroupRule;
+  /** The query, without LIMIT: the registry adds it. Every value must be a bind parameter. */
+  readonly query: (db: Kysely<DB>, args: Args, ctx: QueryContext) => RowQuery;
+  /** Shapes converted, masked rows into the structured result. */
+  readonly present: (rows: ResultRow[], page: Page, args: Args, ctx: QueryContext) => Output;
+  /**
+   * For a template whose input takes `compare_to` (src/lib/comparison.ts): merges the result for the
+   * comparison range into the current one. The registry runs the template's statement once for each
+   * range, so each statement covers at most the range a call may span.
+   */
+  compare?(current: Output, prior: Output, comparison: ComparisonEcho): Output;
+}
+
+/** The range a result is compared with, as compare() gets it and the result echoes it. */
+export interface ComparisonEcho {
+  readonly compare_to: Comparison;
+  readonly start_date: string;
+  readonly end_date: string;
+  /** True when the current range had not ended: this one is cut at the same local time of day, `until`. */
+  readonly partial: boolean;
+  readonly until?: string;
+}
+
+// Templates differ in their argument and output types; the registry only needs them erased.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyTemplate = QueryTemplate<any, Record<string, unknown>>;
+
+/** Every tool only reads, always gives the same answer for the same data, and talks to nothing else. */
+export const TOOL_ANNOTATIONS = {
+  readOnlyHint: true,
+  destructiveHint: false,
+  idempotentHint: true,
+  openWorldHint: false,
+} as const;
+
+/** Tool names: snake_case, a verb and at least one noun (`query_order_count`). */
+export const TOOL_NAME = /^[a-z][a-z0-9]*(_[a-z0-9]+)+$/;
+
+/** Limits the configuration file sets on one template, below the template's and the server's own. */
+export interface TemplateLimits {
+  readonly maxRows?: number;
+  readonly timeoutMs?: number;
+}
