@@ -16,7 +16,7 @@ import {
   JOB_ROLE_CHECK,
   readerScopeOf,
   type SafetyCheck,
-} from './db/doctor.js';
+} from './db/doctor/index.js';
 import { createReadinessProbe } from './db/readiness.js';
 import { zoneRulesAgreement, type ZoneRulesAgreement } from './db/zone-rules.js';
 import { ConfigError, classifyDatabaseError } from './errors.js';

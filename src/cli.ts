@@ -23,7 +23,7 @@ import {
   readerConnectionCheck,
   readerScopeOf,
   templatesCheck,
-} from './db/doctor.js';
+} from './db/doctor/index.js';
 import { defaultDataDir, startEmbedded } from './db/embedded.js';
 import { prepareDatabase, type PrepareOptions } from './db/prepare.js';
 import { reportCommand } from './report-cli.js';

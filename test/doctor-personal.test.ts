@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_READER_ROLE } from '../src/config.js';
 import { PERSONAL_COLUMNS } from '../pack/schema.js';
-import { checkReaderSafety, type SafetyCheck } from '../src/db/doctor.js';
+import { checkReaderSafety, type SafetyCheck } from '../src/db/doctor/index.js';
 import type { PersonalColumn } from '../src/pack.js';
 import { createScratchDatabase, type ScratchDatabase } from './support/scratch.js';
 

@@ -18,7 +18,7 @@ import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from
 import { startOfDay } from '../src/db/range-sql.js';
 import { createRegistry, hiddenByDataScope, type AnyTemplate } from '../src/registry/index.js';
 import { DEFAULT_READER_ROLE } from '../src/config.js';
-import { checkReaderSafety, readerScopeOf, type SafetyCheck } from '../src/db/doctor.js';
+import { checkReaderSafety, readerScopeOf, type SafetyCheck } from '../src/db/doctor/index.js';
 import { runCli, startCli } from './support/cli.js';
 import { readerUrlFor } from './support/packs.js';
 import { checkNamed, parseChecks } from './support/doctor-report.js';

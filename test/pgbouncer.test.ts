@@ -8,7 +8,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectReader } from '../src/db/connect.js';
-import { READER_CONNECTION_CHECK } from '../src/db/doctor.js';
+import { READER_CONNECTION_CHECK } from '../src/db/doctor/index.js';
 import { silentLogger } from '../src/logger.js';
 import { runCli, startCli, type RunningCli } from './support/cli.js';
 import { checkNamed, parseChecks } from './support/doctor-report.js';

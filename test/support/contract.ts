@@ -7,7 +7,7 @@
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { createCompiler } from '../../src/db/connect.js';
-import type { PlanCost } from '../../src/db/doctor.js';
+import type { PlanCost } from '../../src/db/doctor/index.js';
 import { argumentCombinations } from '../../src/lib/argument-combinations.js';
 import { MAX_ROWS } from '../../src/lib/arguments.js';
 import { MAX_RANGE_DAYS } from '../../src/lib/date-range.js';

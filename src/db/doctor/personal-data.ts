@@ -5,9 +5,8 @@
  * declared table the reader reads directly is judged by its values, in the second check. Internal ids
  * are read as they are and tokenized by the server, so they are not sampled.)
  */
-import type pg from 'pg';
-import type { PersonalColumn, PersonalKind } from '../pack.js';
-import type { SafetyCheck } from './doctor.js';
+import type { PersonalKind } from '../../pack.js';
+import type { ReaderUnderCheck, SafetyCheck } from './check.js';
 
 /** What each kind of personal data looks like once masked at the source (PostgreSQL regular expressions). */
 const MASKED: Partial<Record<PersonalKind, string>> = {
@@ -19,11 +18,8 @@ const MASKED: Partial<Record<PersonalKind, string>> = {
 /** How many values of each declared column are sampled: enough to catch a raw column, cheap on any table. */
 const SAMPLE = 1000;
 
-export async function personalDataChecks(
-  client: pg.Client,
-  role: string,
-  personal: Readonly<Record<string, PersonalColumn>>,
-): Promise<SafetyCheck[]> {
+export async function personalDataChecks({ client, role, scope }: ReaderUnderCheck): Promise<SafetyCheck[]> {
+  const { personal } = scope;
   // Internal ids are read as they are and tokenized by the server; the other kinds are masked at the source.
   const declared = Object.entries(personal).flatMap(([name, column]) => {
     const pattern = MASKED[column.kind];
@@ -151,15 +147,7 @@ function classifyLine(key: string): string {
  * warning (a product or a team may be named like one). Values are sampled only when `sampleValues`
  * (doctor); the names are judged always.
  */
-export async function classificationChecks(
-  client: pg.Client,
-  scope: {
-    readonly schemas: readonly string[];
-    readonly personal: Readonly<Record<string, PersonalColumn>>;
-    readonly notPersonal?: readonly string[];
-  },
-  sampleValues: boolean,
-): Promise<SafetyCheck[]> {
+export async function classificationChecks({ client, scope, sampleValues }: ReaderUnderCheck): Promise<SafetyCheck[]> {
   const notPersonal = new Set(scope.notPersonal ?? []);
   const { rows: readable } = await client.query<{ key: string; target: string; col: string; text: boolean }>(
     `select n.nspname || '.' || c.relname || '.' || a.attname as key, format('%I.%I', n.nspname, c.relname) as target,
