@@ -5,13 +5,37 @@
  * days; a range in another zone reads its partial first and last UTC day from the items themselves.
  */
 import { sql, type Kysely, type Migration } from 'kysely';
-import { dropEmptiedWith, emptiedWith, exposeToReader, runAsOwner } from './rollup-support.js';
+import {
+  createRowTriggers,
+  dropEmptiedWith,
+  dropRollupFunctions,
+  dropRowTriggers,
+  emptiedWith,
+  exposeToReader,
+  runAsOwner,
+  type RowTrigger,
+} from './rollup-support.js';
 
 const FUNCTIONS = ['product_days_items', 'product_days_orders', 'product_days_order_deleted', 'product_days_truncate'];
 /** Called only from the trigger functions above, which run as the owner. */
 const HELPERS = [
   'sales.product_days_order(bigint, timestamptz, text, integer)',
   'sales.product_days_add(timestamptz, bigint, text, bigint, numeric)',
+];
+const TRIGGERS: readonly RowTrigger[] = [
+  {
+    table: 'order_items',
+    name: 'order_items_product_days',
+    when: 'after insert or delete or update',
+    fn: 'product_days_items',
+  },
+  {
+    table: 'orders',
+    name: 'orders_product_days',
+    when: 'after update of id, ordered_at, status',
+    fn: 'product_days_orders',
+  },
+  { table: 'orders', name: 'orders_product_days_delete', when: 'before delete', fn: 'product_days_order_deleted' },
 ];
 
 export function productDays(role: string): Migration {
@@ -105,15 +129,7 @@ export function productDays(role: string): Migration {
         $$`.execute(db);
       // As the hourly rollup's (0006): run as their owner, so a writer needs no rights on the rollup.
       await runAsOwner(db, FUNCTIONS, HELPERS);
-      await sql`
-        create trigger order_items_product_days after insert or delete or update
-        on sales.order_items for each row execute function sales.product_days_items()`.execute(db);
-      await sql`
-        create trigger orders_product_days after update of id, ordered_at, status
-        on sales.orders for each row execute function sales.product_days_orders()`.execute(db);
-      await sql`
-        create trigger orders_product_days_delete before delete
-        on sales.orders for each row execute function sales.product_days_order_deleted()`.execute(db);
+      await createRowTriggers(db, TRIGGERS);
       await emptiedWith(db, 'product_days', ['orders', 'order_items']);
       await sql`select sales.product_days_rebuild()`.execute(db);
       await exposeToReader(db, 'product_days', ['day', 'product_id', 'status', 'units', 'revenue'], 'units > 0', role);
@@ -121,13 +137,8 @@ export function productDays(role: string): Migration {
     async down(db: Kysely<unknown>): Promise<void> {
       await sql`drop view reporting.product_days`.execute(db);
       await dropEmptiedWith(db, 'product_days', ['orders', 'order_items']);
-      await sql`drop trigger orders_product_days_delete on sales.orders`.execute(db);
-      await sql`drop trigger orders_product_days on sales.orders`.execute(db);
-      await sql`drop trigger order_items_product_days on sales.order_items`.execute(db);
-      for (const fn of [...FUNCTIONS, 'product_days_rebuild']) {
-        await sql`drop function ${sql.id('sales', fn)}()`.execute(db);
-      }
-      for (const helper of HELPERS) await sql`drop function ${sql.raw(helper)}`.execute(db);
+      await dropRowTriggers(db, TRIGGERS);
+      await dropRollupFunctions(db, 'product_days', FUNCTIONS, HELPERS);
       await sql`drop table sales.product_days`.execute(db);
     },
   };

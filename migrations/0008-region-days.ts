@@ -5,12 +5,35 @@
  * range in another zone reads its partial first and last UTC day from the orders themselves.
  */
 import { sql, type Kysely, type Migration } from 'kysely';
-import { dropEmptiedWith, emptiedWith, exposeToReader, runAsOwner } from './rollup-support.js';
+import {
+  createRowTriggers,
+  dropEmptiedWith,
+  dropRollupFunctions,
+  dropRowTriggers,
+  emptiedWith,
+  exposeToReader,
+  runAsOwner,
+  type RowTrigger,
+} from './rollup-support.js';
 
 /** Trigger functions: they run as the owner, so a writer needs no rights on the rollup. */
 const FUNCTIONS = ['region_days_orders', 'region_days_customers', 'region_days_truncate'];
 /** Called only from the trigger functions. */
 const HELPERS = ['sales.region_days_add(timestamptz, text, text, bigint, numeric)'];
+const TRIGGERS: readonly RowTrigger[] = [
+  {
+    table: 'orders',
+    name: 'orders_region_days',
+    when: 'after insert or delete or update of ordered_at, status, total_amount, customer_id',
+    fn: 'region_days_orders',
+  },
+  {
+    table: 'customers',
+    name: 'customers_region_days',
+    when: 'after update of id, region',
+    fn: 'region_days_customers',
+  },
+];
 
 export function regionDays(role: string): Migration {
   return {
@@ -87,12 +110,7 @@ export function regionDays(role: string): Migration {
            group by 1, 2, 3;
         $$`.execute(db);
       await runAsOwner(db, FUNCTIONS, HELPERS);
-      await sql`
-        create trigger orders_region_days after insert or delete or update of ordered_at, status, total_amount, customer_id
-        on sales.orders for each row execute function sales.region_days_orders()`.execute(db);
-      await sql`
-        create trigger customers_region_days after update of id, region
-        on sales.customers for each row execute function sales.region_days_customers()`.execute(db);
+      await createRowTriggers(db, TRIGGERS);
       await emptiedWith(db, 'region_days', ['orders', 'customers']);
       await sql`select sales.region_days_rebuild()`.execute(db);
       await exposeToReader(
@@ -106,12 +124,8 @@ export function regionDays(role: string): Migration {
     async down(db: Kysely<unknown>): Promise<void> {
       await sql`drop view reporting.region_days`.execute(db);
       await dropEmptiedWith(db, 'region_days', ['orders', 'customers']);
-      await sql`drop trigger customers_region_days on sales.customers`.execute(db);
-      await sql`drop trigger orders_region_days on sales.orders`.execute(db);
-      for (const fn of [...FUNCTIONS, 'region_days_rebuild']) {
-        await sql`drop function ${sql.id('sales', fn)}()`.execute(db);
-      }
-      for (const helper of HELPERS) await sql`drop function ${sql.raw(helper)}`.execute(db);
+      await dropRowTriggers(db, TRIGGERS);
+      await dropRollupFunctions(db, 'region_days', FUNCTIONS, HELPERS);
       await sql`drop table sales.region_days`.execute(db);
     },
   };

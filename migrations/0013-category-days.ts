@@ -47,7 +47,16 @@
  * sales.order_hours.
  */
 import { sql, type Kysely, type Migration } from 'kysely';
-import { dropEmptiedWith, emptiedWith, exposeToReader, runAsOwner } from './rollup-support.js';
+import {
+  createRowTriggers,
+  dropEmptiedWith,
+  dropRollupFunctions,
+  dropRowTriggers,
+  emptiedWith,
+  exposeToReader,
+  runAsOwner,
+  type RowTrigger,
+} from './rollup-support.js';
 
 /** Trigger functions: they run as the owner, so a writer needs no rights on the rollup. */
 const FUNCTIONS = [
@@ -63,13 +72,27 @@ const HELPERS = [
   'sales.category_days_add(timestamptz, text, text, text, bigint, numeric)',
   'sales.category_days_item(bigint, text, timestamptz, text, text, integer, numeric)',
 ];
-/** On the table named first. */
-const TRIGGERS = [
-  ['order_items', 'order_items_category_days'],
-  ['orders', 'orders_category_days'],
-  ['orders', 'orders_category_days_delete'],
-  ['products', 'products_category_days'],
-] as const;
+const TRIGGERS: readonly RowTrigger[] = [
+  {
+    table: 'order_items',
+    name: 'order_items_category_days',
+    when: 'after insert or delete or update',
+    fn: 'category_days_items',
+  },
+  {
+    table: 'orders',
+    name: 'orders_category_days',
+    when: 'after update of id, ordered_at, status, currency',
+    fn: 'category_days_orders',
+  },
+  { table: 'orders', name: 'orders_category_days_delete', when: 'before delete', fn: 'category_days_order_deleted' },
+  {
+    table: 'products',
+    name: 'products_category_days',
+    when: 'after update of id, category',
+    fn: 'category_days_products',
+  },
+];
 const EMPTIED_WITH = ['orders', 'order_items', 'products'];
 
 export function categoryDays(role: string): Migration {
@@ -237,18 +260,7 @@ export function categoryDays(role: string): Migration {
            group by 1, 2, 3, 4;
         $$`.execute(db);
       await runAsOwner(db, FUNCTIONS, HELPERS);
-      await sql`
-        create trigger order_items_category_days after insert or delete or update
-        on sales.order_items for each row execute function sales.category_days_items()`.execute(db);
-      await sql`
-        create trigger orders_category_days after update of id, ordered_at, status, currency
-        on sales.orders for each row execute function sales.category_days_orders()`.execute(db);
-      await sql`
-        create trigger orders_category_days_delete before delete
-        on sales.orders for each row execute function sales.category_days_order_deleted()`.execute(db);
-      await sql`
-        create trigger products_category_days after update of id, category
-        on sales.products for each row execute function sales.category_days_products()`.execute(db);
+      await createRowTriggers(db, TRIGGERS);
       await emptiedWith(db, 'category_days', EMPTIED_WITH);
       await sql`select sales.category_days_rebuild()`.execute(db);
       await exposeToReader(
@@ -262,13 +274,8 @@ export function categoryDays(role: string): Migration {
     async down(db: Kysely<unknown>): Promise<void> {
       await sql`drop view reporting.category_days`.execute(db);
       await dropEmptiedWith(db, 'category_days', EMPTIED_WITH);
-      for (const [table, trigger] of TRIGGERS) {
-        await sql`drop trigger ${sql.id(trigger)} on ${sql.id('sales', table)}`.execute(db);
-      }
-      for (const fn of [...FUNCTIONS, 'category_days_rebuild']) {
-        await sql`drop function ${sql.id('sales', fn)}()`.execute(db);
-      }
-      for (const helper of HELPERS) await sql`drop function ${sql.raw(helper)}`.execute(db);
+      await dropRowTriggers(db, TRIGGERS);
+      await dropRollupFunctions(db, 'category_days', FUNCTIONS, HELPERS);
       await sql`drop table sales.category_days, sales.order_categories, sales.product_touches`.execute(db);
     },
   };

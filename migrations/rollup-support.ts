@@ -50,3 +50,37 @@ export async function exposeToReader(
   await sql`revoke all on ${sql.id('reporting', rollup)} from public`.execute(db);
   await sql`grant select (${list}) on ${sql.id('reporting', rollup)} to ${sql.id(reader)}`.execute(db);
 }
+
+/** A rollup's row trigger: on sales.<table>, fired `when` (`after update of id, region`), running sales.<fn>(). */
+export interface RowTrigger {
+  readonly table: string;
+  readonly name: string;
+  readonly when: string;
+  readonly fn: string;
+}
+
+export async function createRowTriggers(db: Kysely<unknown>, triggers: readonly RowTrigger[]): Promise<void> {
+  for (const { table, name, when, fn } of triggers) {
+    await sql`
+      create trigger ${sql.id(name)} ${sql.raw(when)}
+      on ${sql.id('sales', table)} for each row execute function ${sql.id('sales', fn)}()`.execute(db);
+  }
+}
+
+export async function dropRowTriggers(db: Kysely<unknown>, triggers: readonly RowTrigger[]): Promise<void> {
+  for (const { table, name } of triggers)
+    await sql`drop trigger ${sql.id(name)} on ${sql.id('sales', table)}`.execute(db);
+}
+
+/** Drops sales.<rollup>_rebuild() and the trigger functions and helpers given to runAsOwner. */
+export async function dropRollupFunctions(
+  db: Kysely<unknown>,
+  rollup: string,
+  triggerFunctions: readonly string[],
+  helpers: readonly string[],
+): Promise<void> {
+  for (const fn of [...triggerFunctions, `${rollup}_rebuild`]) {
+    await sql`drop function ${sql.id('sales', fn)}()`.execute(db);
+  }
+  for (const helper of helpers) await sql`drop function ${sql.raw(helper)}`.execute(db);
+}

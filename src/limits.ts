@@ -4,6 +4,11 @@
  * cannot be admitted is refused with how long to wait, instead of piling up, and a refused call
  * costs its caller no rate token.
  */
+import { createTokenBuckets } from './lib/token-bucket.js';
+
+// Transports and the app build their buckets through this module, as they always have.
+export { createTokenBuckets, type TokenBucket } from './lib/token-bucket.js';
+
 export interface LimitsOptions {
   /** Calls each caller may make per minute; also the bucket's size, so a burst of that many passes. */
   readonly callsPerMinute: number;
@@ -52,41 +57,6 @@ export interface CallLimits {
   readonly callerCapacity: number;
   /** Resolves when no call is running (or the timeout passes), for a graceful stop. */
   drain(timeoutMs: number): Promise<boolean>;
-}
-
-export interface TokenBucket {
-  /** Takes a token; returns 0, or the seconds until one is available. */
-  take(key: string): number;
-  /** Gives back a token taken for something that was then refused. */
-  refund(key: string): void;
-}
-
-/** A token bucket per key, refilled continuously. Keys are callers, so the map stays small. */
-export function createTokenBuckets(perMinute: number, now: () => number = Date.now): TokenBucket {
-  const buckets = new Map<string, { tokens: number; at: number }>();
-  const perMs = perMinute / 60_000;
-  const refill = (key: string): { tokens: number; at: number } => {
-    const t = now();
-    const bucket = buckets.get(key) ?? { tokens: perMinute, at: t };
-    bucket.tokens = Math.min(perMinute, bucket.tokens + (t - bucket.at) * perMs);
-    bucket.at = t;
-    buckets.set(key, bucket);
-    return bucket;
-  };
-  return {
-    take: (key) => {
-      const bucket = refill(key);
-      if (bucket.tokens >= 1) {
-        bucket.tokens -= 1;
-        return 0;
-      }
-      return Math.max(1, Math.ceil((1 - bucket.tokens) / perMs / 1000));
-    },
-    refund: (key) => {
-      const bucket = refill(key);
-      bucket.tokens = Math.min(perMinute, bucket.tokens + 1);
-    },
-  };
 }
 
 const BUSY: Refusal = { code: 'busy', retryAfterSeconds: 1 };

@@ -5,6 +5,7 @@
  * recently seen is forgotten, so a flood from many addresses costs a fixed amount of memory.
  */
 import { isIPv6 } from 'node:net';
+import { createBucketTable, type Bucket } from '../lib/token-bucket.js';
 
 export interface FailureThrottle {
   /** 0 when the address may try, or the seconds until it may. */
@@ -51,47 +52,39 @@ export function throttleKey(address: string): string {
 }
 
 export function createFailureThrottle(options: ThrottleOptions): FailureThrottle {
-  const now = options.now ?? Date.now;
-  const perMs = options.failuresPerMinute / 60_000;
-  /** In order of last use: the first is the one forgotten when the table is full. */
-  const buckets = new Map<string, { tokens: number; at: number; announced?: boolean }>();
-  const refill = (key: string): { tokens: number; at: number; announced?: boolean } | undefined => {
-    const bucket = buckets.get(key);
-    if (!bucket) return undefined;
-    const t = now();
-    bucket.tokens = Math.min(options.failuresPerMinute, bucket.tokens + (t - bucket.at) * perMs);
-    bucket.at = t;
-    return bucket;
-  };
+  // A refused address is announced once per episode; the mark is forgotten with its bucket.
+  const buckets = createBucketTable<Bucket & { announced?: boolean }>({
+    perMinute: options.failuresPerMinute,
+    now: options.now,
+    maxKeys: options.maxAddresses,
+  });
   return {
     get size() {
       return buckets.size;
     },
     wait: (address) => {
-      const bucket = refill(throttleKey(address));
+      const bucket = buckets.find(throttleKey(address));
       if (!bucket || bucket.tokens >= 1) {
         if (bucket) bucket.announced = false;
         return 0;
       }
-      return Math.max(1, Math.ceil((1 - bucket.tokens) / perMs / 1000));
+      return buckets.secondsUntilToken(bucket);
     },
     refund: (address) => {
-      const bucket = refill(throttleKey(address));
-      if (bucket) bucket.tokens = Math.min(options.failuresPerMinute, bucket.tokens + 1);
+      const bucket = buckets.find(throttleKey(address));
+      if (bucket) buckets.giveBack(bucket);
     },
     firstRefusal: (address) => {
-      const bucket = buckets.get(throttleKey(address));
+      const bucket = buckets.peek(throttleKey(address));
       if (!bucket || bucket.announced) return false;
       bucket.announced = true;
       return true;
     },
     failed: (address) => {
       const key = throttleKey(address);
-      const bucket = refill(key) ?? { tokens: options.failuresPerMinute, at: now() };
+      const bucket = buckets.open(key);
       bucket.tokens = Math.max(0, bucket.tokens - 1);
-      buckets.delete(key);
-      buckets.set(key, bucket);
-      if (buckets.size > options.maxAddresses) buckets.delete(buckets.keys().next().value!);
+      buckets.use(key, bucket);
     },
   };
 }

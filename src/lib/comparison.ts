@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { oneOf } from './arguments.js';
+import { shiftYears } from './calendar.js';
 import { localToday } from './periods.js';
 import { cutFields, sameTimeOfDay } from './running.js';
 
@@ -30,15 +31,6 @@ export function isWholeWeeks(startDate: string, endDate: string): boolean {
   return new Date(start).getUTCDay() === 1 && days % 7 === 0;
 }
 
-/** The same calendar day a year earlier; 29 February becomes 28 February. */
-function yearEarlier(d: string): string {
-  const [y, m, dd] = [Number(d.slice(0, 4)), Number(d.slice(5, 7)), Number(d.slice(8, 10))];
-  const last = new Date(Date.UTC(y - 1, m, 0)).getUTCDate();
-  const t = new Date(0);
-  t.setUTCFullYear(y - 1, m - 1, Math.min(dd, last));
-  return day(t.getTime());
-}
-
 /** The day of the comparison range that stands where `d` stands in the range. */
 function dayShift(startDate: string, endDate: string, compareTo: Comparison): (d: string) => string {
   if (compareTo === 'previous_period') {
@@ -46,7 +38,8 @@ function dayShift(startDate: string, endDate: string, compareTo: Comparison): (d
     return (d) => day(ms(d) - length);
   }
   if (isWholeWeeks(startDate, endDate)) return (d) => day(ms(d) - 364 * DAY_MS);
-  return yearEarlier;
+  // The same calendar day a year earlier; 29 February becomes 28 February.
+  return (d) => shiftYears(d, -1);
 }
 
 /** The range a result is compared with (inclusive days, YYYY-MM-DD). */

@@ -3,6 +3,7 @@
  * end not before start, at most MAX_RANGE_DAYS counted inclusively.
  */
 import { z } from 'zod';
+import { isoWeekStart, monthEnd, monthStart, shiftDays } from './calendar.js';
 import { memoize } from './memo.js';
 import { PERIODS, type Period } from './periods.js';
 
@@ -11,8 +12,8 @@ const ISO_DAY = /^\d{4}-\d{2}-\d{2}$/;
 const DAY_MS = 86_400_000;
 // Calendar days are UTC midnights, so the process's own time zone plays no part: in a zone whose
 // clocks skip midnight on some day, local-midnight dates would refuse that real day. UTC days are all
-// 24 hours long, which makes day arithmetic exact. (Plain Date arithmetic rather than date-fns, whose
-// parse and format load some 300 modules, for what is three lines here.)
+// 24 hours long, which makes day arithmetic exact. Parsing and formatting stay plain and strict here;
+// months and ISO weeks come from calendar.ts (date-fns, one module per function).
 
 /** Parses a YYYY-MM-DD string into a UTC-midnight date, or undefined when it is not a real day. */
 export function parseDay(value: string): Date | undefined {
@@ -194,19 +195,13 @@ const daysMemo = memoize((key: string): readonly string[] => {
 /** The first day of the day, ISO week (Monday) or month a YYYY-MM-DD day belongs to. */
 export function periodStart(day: string, period: 'day' | 'week' | 'month'): string {
   if (period === 'day') return day;
-  if (period === 'month') return `${day.slice(0, 8)}01`;
-  const date = parseDay(day)!;
-  return formatDay(addDays(date, -((date.getUTCDay() + 6) % 7)));
+  return period === 'month' ? monthStart(day) : isoWeekStart(day);
 }
 
 /** The last day of the day, ISO week (Sunday) or month a YYYY-MM-DD day belongs to. */
 export function periodEnd(day: string, period: 'day' | 'week' | 'month'): string {
   if (period === 'day') return day;
-  const date = parseDay(periodStart(day, period))!;
-  if (period === 'week') return formatDay(addDays(date, 6));
-  const last = new Date(date.getTime());
-  last.setUTCMonth(last.getUTCMonth() + 1, 0);
-  return formatDay(last);
+  return period === 'month' ? monthEnd(day) : shiftDays(isoWeekStart(day), 6);
 }
 
 /** Today's date in UTC. */

@@ -4,6 +4,7 @@
  * dates. ISO weeks start on Monday. The "last N days" periods are N whole days ending yesterday, so
  * that no day in them is still running.
  */
+import { isoWeekStart, monthEnd, monthStart, shiftDays, shiftMonths } from './calendar.js';
 import { offsetAt } from './local-day.js';
 
 export const PERIODS = [
@@ -22,49 +23,37 @@ export const PERIODS = [
 ] as const;
 export type Period = (typeof PERIODS)[number];
 
-const DAY_MS = 86_400_000;
-
 /** The calendar day an instant falls on in a time zone, YYYY-MM-DD. */
 export function localToday(timeZone: string, nowMs: number): string {
   return new Date(nowMs + offsetAt(timeZone, nowMs)).toISOString().slice(0, 10);
 }
 
-const day = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
-const ms = (day: string): number => Date.parse(`${day}T00:00:00Z`);
-
 /** The first and last day of a period, as seen on `today` (YYYY-MM-DD in the reporting time zone). */
 export function resolvePeriod(period: Period, today: string): { start_date: string; end_date: string } {
-  const t = ms(today);
-  const monday = t - ((new Date(t).getUTCDay() + 6) % 7) * DAY_MS;
-  const firstOfMonth = ms(`${today.slice(0, 8)}01`);
-  const lastOfMonth = (first: number): number => {
-    const d = new Date(first);
-    return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 0);
-  };
+  const monday = isoWeekStart(today);
   const lastDays = (n: number): { start_date: string; end_date: string } => ({
-    start_date: day(t - n * DAY_MS),
-    end_date: day(t - DAY_MS),
+    start_date: shiftDays(today, -n),
+    end_date: shiftDays(today, -1),
   });
   switch (period) {
     case 'today':
       return { start_date: today, end_date: today };
     case 'yesterday':
-      return { start_date: day(t - DAY_MS), end_date: day(t - DAY_MS) };
+      return { start_date: shiftDays(today, -1), end_date: shiftDays(today, -1) };
     case 'this_week':
-      return { start_date: day(monday), end_date: day(monday + 6 * DAY_MS) };
+      return { start_date: monday, end_date: shiftDays(monday, 6) };
     case 'last_week':
-      return { start_date: day(monday - 7 * DAY_MS), end_date: day(monday - DAY_MS) };
+      return { start_date: shiftDays(monday, -7), end_date: shiftDays(monday, -1) };
     case 'week_to_date':
-      return { start_date: day(monday), end_date: today };
+      return { start_date: monday, end_date: today };
     case 'this_month':
-      return { start_date: day(firstOfMonth), end_date: day(lastOfMonth(firstOfMonth)) };
+      return { start_date: monthStart(today), end_date: monthEnd(today) };
     case 'last_month': {
-      const d = new Date(firstOfMonth);
-      const first = Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - 1, 1);
-      return { start_date: day(first), end_date: day(lastOfMonth(first)) };
+      const lastMonth = shiftMonths(monthStart(today), -1);
+      return { start_date: lastMonth, end_date: monthEnd(lastMonth) };
     }
     case 'month_to_date':
-      return { start_date: day(firstOfMonth), end_date: today };
+      return { start_date: monthStart(today), end_date: today };
     case 'last_7_days':
       return lastDays(7);
     case 'last_28_days':

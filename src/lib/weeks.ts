@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { ArgumentError } from '../errors.js';
+import { isoWeekNumber, isoWeekStart, shiftDays } from './calendar.js';
 import { parseDay, quote } from './date-range.js';
 import { resolvePeriod } from './periods.js';
 
@@ -18,26 +19,16 @@ export interface IsoWeek {
 }
 
 const ISO_WEEK = /^(\d{4})-W(\d{2})$/i;
-const DAY_MS = 86_400_000;
-const day = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
 
 /** The ISO week a real YYYY-MM-DD day falls in. */
 export function isoWeekOf(date: string): IsoWeek {
-  return weekAt(Date.parse(`${date}T00:00:00Z`));
-}
-
-/** The ISO week of a UTC midnight. */
-function weekAt(midnight: number): IsoWeek {
-  const monday = midnight - ((new Date(midnight).getUTCDay() + 6) % 7) * DAY_MS;
-  // The week belongs to the year of its Thursday, and is numbered from that year's first Thursday.
-  const year = new Date(monday + 3 * DAY_MS).getUTCFullYear();
-  const firstOfYear = new Date(0);
-  firstOfYear.setUTCFullYear(year, 0, 1); // unlike Date.UTC, takes years 1..99 as they are
-  const number = Math.floor((monday + 3 * DAY_MS - firstOfYear.getTime()) / (7 * DAY_MS)) + 1;
+  const monday = isoWeekStart(date);
+  // The week belongs to the year of its Thursday, which near New Year is not the day's own.
+  const { year, week } = isoWeekNumber(date);
   return {
-    week: `${String(year).padStart(4, '0')}-W${String(number).padStart(2, '0')}`,
-    start_date: day(monday),
-    end_date: day(monday + 6 * DAY_MS),
+    week: `${String(year).padStart(4, '0')}-W${String(week).padStart(2, '0')}`,
+    start_date: monday,
+    end_date: shiftDays(monday, 6),
   };
 }
 
@@ -48,7 +39,7 @@ export function parseIsoWeek(label: string): IsoWeek | undefined {
   const [year, number] = [Number(match[1]), Number(match[2])];
   if (year < 1 || number < 1 || number > 53) return undefined;
   // Week 1 is the week of 4 January; a week 53 that reads back as next year's week 1 does not exist.
-  const week = weekAt(Date.parse(`${match[1]}-01-04T00:00:00Z`) + (number - 1) * 7 * DAY_MS);
+  const week = isoWeekOf(shiftDays(`${match[1]}-01-04`, (number - 1) * 7));
   return week.week === label.toUpperCase() ? week : undefined;
 }
 
@@ -96,6 +87,5 @@ function toWeek(value: string, today: string | undefined): IsoWeek | undefined {
 
 /** The `count` most recent weeks that have started, as seen on `today`: this week first. */
 export function recentWeeks(today: string, count: number): IsoWeek[] {
-  const now = Date.parse(`${today}T00:00:00Z`);
-  return Array.from({ length: count }, (_, k) => weekAt(now - k * 7 * DAY_MS));
+  return Array.from({ length: count }, (_, k) => isoWeekOf(shiftDays(today, -7 * k)));
 }
