@@ -10,6 +10,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { packFolder, packTestGlobs, servedPackSpecs } from './support/pack-suites.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const CLI = join(ROOT, 'dist/src/cli.js');
@@ -246,4 +247,33 @@ describe('a pack of your own in npm test', () => {
     expect(run.status).toBe(1);
     expect(gitStatus()).toBe(before);
   }, 600_000);
+});
+
+describe('pack-suites: which packs the tests serve and where their tests are', () => {
+  it('reads QUERYGATE_PACKS, or the configuration file (paths from its folder) in its place', () => {
+    const file = join(folder, 'querygate.yaml');
+    writeFileSync(file, 'packs:\n  - name: sales\n  - path: pack/index.ts\n');
+    expect(servedPackSpecs({ QUERYGATE_PACKS: 'sales,other/pack/index.js' }, '/x')).toEqual([
+      'sales',
+      '/x/other/pack/index.js',
+    ]);
+    expect(servedPackSpecs({ QUERYGATE_PACKS: 'ignored/pack/index.js', QUERYGATE_CONFIG: file })).toEqual([
+      'sales',
+      join(folder, 'pack/index.ts'),
+    ]);
+  });
+
+  it("adds each named pack's test folder, once, mapping a compiled module back to its sources", () => {
+    expect(packFolder(join(ROOT, 'dist/examples/support-desk/pack/index.js'))).toBe(
+      join(ROOT, 'examples/support-desk'),
+    );
+    expect(packFolder(join(folder, 'pack/index.ts'))).toBe(folder);
+    mkdirSync(join(folder, 'test'), { recursive: true });
+    const shipped = packTestGlobs({});
+    expect(shipped).toEqual(['examples/support-desk/test/**/*.test.ts']);
+    const specs = ['sales', join(ROOT, 'dist/examples/support-desk/pack/index.js'), join(folder, 'pack/index.ts')];
+    expect(packTestGlobs({ QUERYGATE_PACKS: specs.join(',') })).toEqual([...shipped, `${folder}/test/**/*.test.ts`]);
+    // A pack without a test folder adds nothing.
+    expect(packTestGlobs({ QUERYGATE_PACKS: join(folder, 'nowhere/pack/index.ts') })).toEqual(shipped);
+  });
 });

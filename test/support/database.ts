@@ -22,6 +22,7 @@ import { supportDeskPack } from '../../examples/support-desk/pack/index.js';
 import { DEFAULT_JOBS_ROLE, DEFAULT_READER_ROLE } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import type { Pack } from '../../src/pack.js';
+import { claimTestPort } from './ports.js';
 import { servedPacks } from './served-packs.js';
 
 /** The data set every test computes its expectations from (through the admin connection). */
@@ -70,6 +71,7 @@ export async function startTestDatabase(): Promise<TestDatabase> {
       dataDir,
       readerRole: DEFAULT_READER_ROLE,
       packs: [salesPack],
+      port: await claimTestPort(),
       seedIfEmpty: { until: TEST_SEED.until, counts: { sales: TEST_SEED.orders } },
     },
     logger,
