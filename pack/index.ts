@@ -33,6 +33,7 @@ export const salesPack = definePack({
   seed: {
     unit: 'orders',
     defaultCount: DEFAULT_SEED_ORDERS,
+    testCount: 4000,
     isEmpty: async (admin: pg.Client) =>
       (await admin.query<{ empty: boolean }>('select not exists (select 1 from sales.orders) as empty')).rows[0]!.empty,
     run: async (adminUrl, request, logger) => {

@@ -340,7 +340,13 @@ async function withAdmin(
 ): Promise<void> {
   if (config.adminDatabaseUrl) return task(config.adminDatabaseUrl);
   const embedded = await startEmbedded(
-    { dataDir: config.dataDir ?? defaultDataDir(), readerRole: config.readerRole, jobsRole: config.jobsRole, packs },
+    {
+      dataDir: config.dataDir ?? defaultDataDir(),
+      readerRole: config.readerRole,
+      jobsRole: config.jobsRole,
+      packs,
+      port: config.embeddedPort,
+    },
     logger,
   );
   try {

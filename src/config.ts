@@ -76,6 +76,8 @@ export interface Config {
   readonly configFile: string | undefined;
   /** The name of this process's caller over stdio (`stdio:<name>`); unset: a random one of its own. */
   readonly stdioCaller: string | undefined;
+  /** The embedded database's port on 127.0.0.1; unset: a free one, chosen at each start. */
+  readonly embeddedPort: number | undefined;
 }
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -149,7 +151,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     packs: env.QUERYGATE_PACKS === undefined ? DEFAULT_PACKS : nonEmptyList(env, 'QUERYGATE_PACKS'),
     configFile: nonEmpty(env.QUERYGATE_CONFIG),
     stdioCaller: callerName(env, 'QUERYGATE_STDIO_CALLER'),
+    embeddedPort: portNumber(env, 'QUERYGATE_EMBEDDED_PORT'),
   };
+}
+
+/** A TCP port a process without privileges may listen on, or undefined when unset. */
+function portNumber(env: NodeJS.ProcessEnv, name: string): number | undefined {
+  const raw = nonEmpty(env[name]);
+  if (raw === undefined) return undefined;
+  const port = Number(raw);
+  if (!/^\d+$/.test(raw) || port < 1024 || port > 65535) {
+    throw new ConfigError(`${name}: must be a whole number from 1024 to 65535 (or unset, to choose a free port)`);
+  }
+  return port;
 }
 
 /** DATABASE_URL with the job role's name and password instead of the reader's. */

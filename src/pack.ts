@@ -45,6 +45,16 @@ export interface PackSeed {
   /** What `count` counts, in the plural: the CLI and the logs say it. */
   readonly unit: string;
   readonly defaultCount: number;
+  /**
+   * How many the test database holds: `npm test` seeds every pack it serves through this seed, with
+   * this count (defaultCount when omitted) and a fixed last day. Small keeps the suite quick.
+   */
+  readonly testCount?: number;
+  /**
+   * For a test database only, before the pack's migrations: creates the tables they build their views
+   * on, for a pack over a database it does not own (whose migrations create views only). Idempotent.
+   */
+  createTables?(adminUrl: string, logger: Logger): Promise<void>;
   /** True when the pack's tables hold no data yet (checked through the admin connection). */
   isEmpty(admin: pg.Client): Promise<boolean>;
   /** Loads the data and says what it loaded. */

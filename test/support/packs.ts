@@ -1,13 +1,13 @@
 /**
- * Every pack the tests know, for suites that hold each pack to the same contract, and the reader that
- * reads each one in the shared test database.
+ * The packs querygate ships, for suites that hold each pack to the same contract, and the reader that
+ * reads each pack in the shared test database. The contract suite also serves the packs named in
+ * QUERYGATE_PACKS or the configuration file (target.ts, served-packs.ts).
  */
 import { inject } from 'vitest';
-import { supportDeskPack } from '../../examples/support-desk/pack/index.js';
-import { salesPack } from '../../pack/index.js';
 import type { Pack } from '../../src/pack.js';
+import { SHIPPED_PACKS } from './served-packs.js';
 
-export const ALL_PACKS: readonly Pack[] = [salesPack, supportDeskPack];
+export const ALL_PACKS: readonly Pack[] = SHIPPED_PACKS;
 
 /**
  * The URL of the role that reads `pack` in the shared test database: each pack has its own there

@@ -8,7 +8,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, chown, cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { execFileSync } from 'node:child_process';
@@ -18,6 +17,7 @@ import { DEFAULT_READER_ROLE } from '../../src/config.js';
 import { salesPack } from '../../pack/index.js';
 import { createLogger } from '../../src/logger.js';
 import { eventually } from './scratch.js';
+import { claimTestPort } from './ports.js';
 
 const logger = createLogger('warn');
 const isRoot = userInfo().uid === 0;
@@ -29,15 +29,9 @@ const postgresUser = (): { uid: number; gid: number } | undefined => {
   };
 };
 
+/** A peer's port: inside QUERYGATE_TEST_PORTS when set (ports.ts), else any free one. */
 export async function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const server = createServer();
-    server.once('error', fail);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => done(port));
-    });
-  });
+  return claimTestPort();
 }
 
 /** A folder the postgres user owns (as root), for a peer's data or configuration. */

@@ -1,8 +1,10 @@
 /**
- * The packs and database the contract suite and the scaffolded end-to-end tests run against: every
- * pack of ALL_PACKS on the shared test database; or, with QUERYGATE_PACKS set, those packs (loaded as
- * `serve` loads them) on your own database, read as DATABASE_URL (the reader the migrations made) and
- * counted independently through ADMIN_DATABASE_URL (the reader when unset), with ranges ending yesterday.
+ * The packs and database the contract suite and the scaffolded end-to-end tests run against: the
+ * shipped packs and those QUERYGATE_PACKS or the configuration file names, on the shared test database,
+ * each seeded with its own test data (`npm test`); or, with QUERYGATE_PACKS and DATABASE_URL both set,
+ * those packs (loaded as `serve` loads them) on your own database, read as DATABASE_URL (the reader the
+ * migrations made) and counted independently through ADMIN_DATABASE_URL (the reader when unset), with
+ * ranges ending yesterday.
  */
 import pg from 'pg';
 import { inject } from 'vitest';
@@ -10,10 +12,11 @@ import { yesterdayUtc } from '../../src/lib/date-range.js';
 import type { Pack } from '../../src/pack.js';
 import { loadPacks } from '../../src/packs.js';
 import { TEST_SEED } from './database.js';
-import { ALL_PACKS, readerUrlFor } from './packs.js';
+import { readerUrlFor } from './packs.js';
+import { servedPacks } from './served-packs.js';
 
 export interface Target {
-  /** True when the packs are yours (QUERYGATE_PACKS), on your database. */
+  /** True when the packs are yours (QUERYGATE_PACKS), on your database (DATABASE_URL). */
   readonly own: boolean;
   readonly packs: readonly Pack[];
   /** The reader of a pack. */
@@ -28,10 +31,10 @@ export interface Target {
 
 export async function testTarget(): Promise<Target> {
   const specs = process.env.QUERYGATE_PACKS;
-  const own = specs !== undefined && specs !== '';
+  // Your packs on your database only when you give its reader too; else on the test database.
+  const own = specs !== undefined && specs !== '' && !!process.env.DATABASE_URL;
   const readerUrl = own ? process.env.DATABASE_URL : undefined;
-  if (own && !readerUrl) throw new Error('QUERYGATE_PACKS is set: set DATABASE_URL to the reader of your database too');
-  const packs = own ? await loadPacks(specs.split(',').map((s) => s.trim())) : ALL_PACKS;
+  const packs = own ? await loadPacks(specs.split(',').map((s) => s.trim())) : await servedPacks();
   const readerOf = (pack: Pack): string => readerUrl ?? readerUrlFor(pack);
   const adminUrl = own ? (process.env.ADMIN_DATABASE_URL ?? readerUrl!) : inject('adminUrl');
   return {
@@ -44,9 +47,9 @@ export async function testTarget(): Promise<Target> {
         throw new Error(
           own
             ? `no pack of QUERYGATE_PACKS has a template ${name}; add it to its pack's queries/index.ts and build`
-            : `no pack of the test database has a template ${name}: npm test runs over ALL_PACKS (test/support/packs.ts). ` +
-                'Run this test against your database: QUERYGATE_PACKS=<your pack> DATABASE_URL=<its reader> ' +
-                'ADMIN_DATABASE_URL=<an admin> npx vitest run <this file> (docs/your-own-database.md, step 9)',
+            : `no pack the tests serve has a template ${name}: add it to its pack's queries/index.ts, and name the ` +
+                'pack in QUERYGATE_PACKS (the path of its pack/index module) or the configuration file ' +
+                '(docs/your-own-database.md, step 9)',
         );
       }
       return readerOf(pack);

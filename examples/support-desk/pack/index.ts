@@ -25,6 +25,7 @@ export const supportDeskPack = definePack({
   seed: {
     unit: 'tickets',
     defaultCount: DEFAULT_SEED_TICKETS,
+    testCount: 3000,
     isEmpty: async (admin: pg.Client) =>
       (await admin.query<{ empty: boolean }>('select not exists (select 1 from support.tickets) as empty')).rows[0]!
         .empty,

@@ -6,14 +6,14 @@
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { supportDeskPack } from '../examples/support-desk/pack/index.js';
-import { withDatabase } from '../src/db/connect.js';
-import { migrateToLatest } from '../src/db/migrate.js';
-import { silentLogger } from '../src/logger.js';
-import { SUPPORT_READER_ROLE, TEST_SUPPORT_SEED } from './support/database.js';
-import { connectAdmin, startHarness, structured, textOf, type Harness } from './support/harness.js';
-import { readerUrlFor } from './support/packs.js';
-import { createClosedDatabase } from './support/scratch.js';
+import { supportDeskPack } from '../pack/index.js';
+import { withDatabase } from '../../../src/db/connect.js';
+import { migrateToLatest } from '../../../src/db/migrate.js';
+import { silentLogger } from '../../../src/logger.js';
+import { SUPPORT_READER_ROLE, TEST_SUPPORT_SEED } from '../../../test/support/database.js';
+import { connectAdmin, startHarness, structured, textOf, type Harness } from '../../../test/support/harness.js';
+import { readerUrlFor } from '../../../test/support/packs.js';
+import { createClosedDatabase } from '../../../test/support/scratch.js';
 
 const ZONES = ['UTC', 'America/Havana'] as const;
 type Zone = (typeof ZONES)[number];
