@@ -1,8 +1,9 @@
 /**
  * `querygate new-query <name> [--pack <dir>]`: writes a template file into a pack's queries/ and its
- * end-to-end test into the pack's test/ (where `npm test` finds it), with comments that say what to fill in. The template type-checks as
- * written, and the registry refuses it with a "not filled in" message until its query() is written,
- * so a forgotten scaffold can never be served. Names no table: what a template reads is the pack's.
+ * end-to-end test into the pack's test/ (where `npm test` finds it), with comments that say what to
+ * fill in. The template type-checks as written, and the registry refuses it with a "not filled in"
+ * message until its query() is written, so a forgotten scaffold can never be served; the test fails
+ * until its expectedRows() is written, saying so. Names no table: what a template reads is the pack's.
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';

@@ -17,6 +17,7 @@ import { silentLogger } from '../src/logger.js';
 import { runCli } from './support/cli.js';
 import { checkNamed, parseChecks, type ReportedCheck } from './support/doctor-report.js';
 import { startHarness, textOf } from './support/harness.js';
+import { claimTestPort } from './support/ports.js';
 import { eventually } from './support/scratch.js';
 import { startStartupProxy, type StartupProxy } from './support/startup-proxy.js';
 import { salesPack } from '../pack/index.js';
@@ -33,6 +34,7 @@ beforeAll(async () => {
   database = await startEmbedded(
     {
       dataDir,
+      port: await claimTestPort(), // inside QUERYGATE_TEST_PORTS when set
       readerRole: DEFAULT_READER_ROLE,
       packs: [salesPack],
       seedIfEmpty: { until: '2025-06-30', counts: { sales: 300 } },
