@@ -14,6 +14,7 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { runCli, startCli, type RunningCli } from './support/cli.js';
 import { connectAdmin } from './support/harness.js';
+import { SALES_QUERY_TOOLS } from './support/tool-names.js';
 
 const RANGE = { start_date: '2025-05-01', end_date: '2025-05-31' } as const;
 /** The same range as SQL bounds over UTC instants (the server's default reporting time zone). */
@@ -99,7 +100,7 @@ describe('the audit log file', () => {
   });
 
   it('got the answers the calls deserve', () => {
-    for (const name of ['query_order_count', 'query_sales', 'query_top_products', 'query_recent_orders']) {
+    for (const name of SALES_QUERY_TOOLS) {
       expect(results[name]!.isError, name).toBeFalsy();
     }
     expect(results.rejected!.isError).toBe(true);

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { templates } from '../queries/index.js';
 import { createCompiler } from '../src/db/connect.js';
 import { startHarness, structured, type Harness } from './support/harness.js';
+import { expectEmptiedBy, expectRebuildKeeps, expectRolledBack, type CheckedRollup } from './support/rollup-checks.js';
 import type { SalesRow } from './support/sales-data.js';
 import { createScratchDatabase, type ScratchDatabase } from './support/scratch.js';
 
@@ -77,6 +78,11 @@ async function rollupAndItems(): Promise<{ rollup: Row[]; items: Row[] }> {
   );
   return { rollup: rollup.rows, items: items.rows };
 }
+
+const productRollup: CheckedRollup<Awaited<ReturnType<typeof rollupAndItems>>> = {
+  admin: () => scratch.admin,
+  state: rollupAndItems,
+};
 
 interface Product {
   sku: string;
@@ -177,6 +183,11 @@ async function categoryState(): Promise<{ rollup: string; kept: string; rows: nu
   );
   return rows[0]!;
 }
+
+const categoryRollup: CheckedRollup<Awaited<ReturnType<typeof categoryState>>> = {
+  admin: () => scratch.admin,
+  state: categoryState,
+};
 
 async function expectCategoryRollupExact(): Promise<void> {
   expect(await categoryDifferences()).toEqual([]);
@@ -372,32 +383,26 @@ describe('the daily category rollup', () => {
   });
 
   it('is rolled back with the transaction that changed the items or a category', async () => {
-    const before = await categoryState();
-    await scratch.admin.query('begin');
-    await scratch.admin.query(
-      "insert into sales.order_items (order_id, product_id, quantity, unit_price) select id, 150, 3, 1 from sales.orders where status = 'paid' order by id limit 10 on conflict do nothing",
+    await expectRolledBack(
+      categoryRollup,
+      [
+        "insert into sales.order_items (order_id, product_id, quantity, unit_price) select id, 150, 3, 1 from sales.orders where status = 'paid' order by id limit 10 on conflict do nothing",
+        "update sales.products set category = 'Gone' where id <= 20",
+      ],
+      { visibleInside: true },
     );
-    await scratch.admin.query("update sales.products set category = 'Gone' where id <= 20");
-    expect(await categoryState()).not.toEqual(before);
-    await scratch.admin.query('rollback');
-    expect(await categoryState()).toEqual(before);
   });
 
   it('can be rebuilt, and is emptied by a truncate', async () => {
-    const before = await categoryState();
-    await scratch.admin.query('select sales.category_days_rebuild()');
-    expect(await categoryState()).toEqual(before);
+    await expectRebuildKeeps(categoryRollup, 'category_days');
     // In transactions rolled back, so that the suites below keep their items.
-    for (const truncate of ['truncate sales.order_items', 'truncate sales.products cascade']) {
-      await scratch.admin.query('begin');
-      try {
-        await scratch.admin.query(truncate);
-        expect(await categoryState(), truncate).toEqual({ rollup: null, kept: null, rows: 0 });
-      } finally {
-        await scratch.admin.query('rollback');
-      }
-    }
-    expect(await categoryState()).toEqual(before);
+    await expectEmptiedBy(
+      categoryRollup,
+      ['truncate sales.order_items', 'truncate sales.products cascade'],
+      (state) => state,
+      { rollup: null, kept: null, rows: 0 },
+      { rolledBack: true },
+    );
   });
 });
 
@@ -556,21 +561,14 @@ describe('the daily product rollup', () => {
   });
 
   it('is rolled back with the transaction that changed the items', async () => {
-    const before = await rollupAndItems();
-    await scratch.admin.query('begin');
-    await scratch.admin.query(
+    await expectRolledBack(productRollup, [
       "insert into sales.order_items (order_id, product_id, quantity, unit_price) select id, 150, 3, 1 from sales.orders where status = 'paid' order by id limit 10 on conflict do nothing",
-    );
-    await scratch.admin.query('rollback');
-    expect(await rollupAndItems()).toEqual(before);
+    ]);
   });
 
   it('can be rebuilt, and is emptied by a truncate', async () => {
-    const before = await rollupAndItems();
-    await scratch.admin.query('select sales.product_days_rebuild()');
-    expect(await rollupAndItems()).toEqual(before);
-    await scratch.admin.query('truncate sales.order_items');
-    expect((await rollupAndItems()).rollup).toEqual([]);
+    await expectRebuildKeeps(productRollup, 'product_days');
+    await expectEmptiedBy(productRollup, ['truncate sales.order_items'], (state) => state.rollup, []);
   });
 });
 
@@ -595,6 +593,11 @@ async function regionRollupAndOrders(): Promise<{ rollup: RegionRow[]; orders: R
   );
   return { rollup: rollup.rows, orders: orders.rows };
 }
+
+const regionRollup: CheckedRollup<Awaited<ReturnType<typeof regionRollupAndOrders>>> = {
+  admin: () => scratch.admin,
+  state: regionRollupAndOrders,
+};
 
 interface Region {
   region: string;
@@ -720,14 +723,8 @@ describe('the daily region rollup', () => {
   });
 
   it('is rolled back with the transaction, can be rebuilt, and is emptied by a truncate', async () => {
-    const before = await regionRollupAndOrders();
-    await scratch.admin.query('begin');
-    await scratch.admin.query("update sales.customers set region = 'Antarctica' where id <= 50");
-    await scratch.admin.query('rollback');
-    expect(await regionRollupAndOrders()).toEqual(before);
-    await scratch.admin.query('select sales.region_days_rebuild()');
-    expect(await regionRollupAndOrders()).toEqual(before);
-    await scratch.admin.query('truncate sales.order_items, sales.orders');
-    expect((await regionRollupAndOrders()).rollup).toEqual([]);
+    await expectRolledBack(regionRollup, ["update sales.customers set region = 'Antarctica' where id <= 50"]);
+    await expectRebuildKeeps(regionRollup, 'region_days');
+    await expectEmptiedBy(regionRollup, ['truncate sales.order_items, sales.orders'], (state) => state.rollup, []);
   });
 });

@@ -18,6 +18,7 @@ import { CLI, runCli } from './support/cli.js';
 import { checkNamed, parseChecks, type ReportedCheck } from './support/doctor-report.js';
 import { connectAdmin } from './support/harness.js';
 import { eventually } from './support/scratch.js';
+import { SALES_QUERY_TOOLS } from './support/tool-names.js';
 
 /** Every check the issue asks for, by a pattern of its name. */
 const REQUIRED_CHECKS = [
@@ -35,7 +36,7 @@ const REQUIRED_CHECKS = [
   /write in a READ WRITE transaction/,
 ];
 
-const TOOLS = ['query_order_count', 'query_sales', 'query_top_products', 'query_recent_orders'];
+const TOOLS = SALES_QUERY_TOOLS;
 
 describe('querygate doctor with the test reader role', () => {
   it('passes every check, reports a plan cost per tool and calls the role safe', async () => {

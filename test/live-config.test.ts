@@ -17,8 +17,9 @@ import { ToolListChangedNotificationSchema, type CallToolResult } from '@modelco
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { CLI, startCli } from './support/cli.js';
 import { eventually } from './support/scratch.js';
+import { SALES_QUERY_TOOLS } from './support/tool-names.js';
 
-const ALL = ['query_order_count', 'query_sales', 'query_top_products', 'query_recent_orders'];
+const ALL = SALES_QUERY_TOOLS;
 const WITHOUT_TOP = ALL.filter((t) => t !== 'query_top_products');
 const MAY = { start_date: '2025-05-01', end_date: '2025-05-31' };
 const ANALYST_TOKEN = 'analyst-token-0123456789';

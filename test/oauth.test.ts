@@ -35,8 +35,9 @@ import { connectAdmin } from './support/harness.js';
 import { parseExposition, valueOf } from './support/prometheus-text.js';
 import { post, type Answer } from './support/raw-http.js';
 import { eventually } from './support/scratch.js';
+import { SALES_QUERY_TOOLS } from './support/tool-names.js';
 
-const ANALYST_TOOLS = ['query_order_count', 'query_sales', 'query_top_products', 'query_recent_orders'];
+const ANALYST_TOOLS = SALES_QUERY_TOOLS;
 
 let provider: RunningProvider;
 let issuer: TestIssuer;

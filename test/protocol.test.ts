@@ -14,16 +14,10 @@ import { CLI, startCli, type RunningCli } from './support/cli.js';
 import { connectAdmin } from './support/harness.js';
 import { post as postTo, type Answer } from './support/raw-http.js';
 import { loadSalesData, ordersBetween, type SalesData } from './support/sales-data.js';
+import { SALES_TOOLS } from './support/tool-names.js';
 
 const MODERN = '2026-07-28';
-const TOOLS = [
-  'query_order_count',
-  'query_sales',
-  'query_top_products',
-  'query_recent_orders',
-  'weekly_sales_report',
-  'sales_trend_report',
-];
+const TOOLS = SALES_TOOLS;
 const MAY = { start_date: '2025-05-01', end_date: '2025-05-31' };
 const TRACEPARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
 

@@ -11,13 +11,14 @@ import { dayStart } from '../src/lib/local-day.js';
 import { createRegistry, isoTimestamp, roundMoney, TOOL_ANNOTATIONS, type AnyTemplate } from '../src/registry/index.js';
 import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import { PROTOCOL_VERSIONS, VERSION } from '../src/server.js';
+import { CONTRACTED_SALES_QUERY_TOOLS } from './support/tool-names.js';
 
 const registry = createRegistry(templates);
 
 describe('the registry', () => {
   it('lists the four contracted tools with unique names', () => {
     const names = registry.tools.map((t) => t.name);
-    expect(names).toEqual(['query_order_count', 'query_sales', 'query_top_products', 'query_recent_orders']);
+    expect(names).toEqual(CONTRACTED_SALES_QUERY_TOOLS);
     expect(new Set(names).size).toBe(names.length);
   });
 

@@ -23,15 +23,9 @@ import { runCli } from './support/cli.js';
 import { SUPPORT_READER_ROLE } from './support/database.js';
 import { connectAdmin, startHarness, structured, type Harness } from './support/harness.js';
 import { ALL_PACKS } from './support/packs.js';
+import { SALES_TOOLS } from './support/tool-names.js';
 
-const TOOLS = [
-  'query_order_count',
-  'query_sales',
-  'query_top_products',
-  'query_recent_orders',
-  'weekly_sales_report',
-  'sales_trend_report',
-];
+const TOOLS = SALES_TOOLS;
 const URIS = ['querygate://catalog', 'querygate://metrics', 'querygate://schema'];
 const READERS: Record<string, string> = { sales: DEFAULT_READER_ROLE, support_desk: SUPPORT_READER_ROLE };
 

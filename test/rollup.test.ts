@@ -1,6 +1,7 @@
 /** The hourly rollup follows every insert, update, delete and truncate of orders, in the same transaction. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, structured, type Harness } from './support/harness.js';
+import { expectRolledBack } from './support/rollup-checks.js';
 import { createScratchDatabase, type ScratchDatabase } from './support/scratch.js';
 
 let scratch: ScratchDatabase;
@@ -71,13 +72,9 @@ describe('the hourly rollup', () => {
   });
 
   it('is rolled back with the transaction that changed the orders', async () => {
-    const before = await both();
-    await scratch.admin.query('begin');
-    await scratch.admin.query(
+    await expectRolledBack({ admin: () => scratch.admin, state: both }, [
       "insert into sales.orders (id, customer_id, status, ordered_at, total_amount) values (100003, 1, 'paid', '2025-03-05T00:00:00Z', 1)",
-    );
-    await scratch.admin.query('rollback');
-    expect(await both()).toEqual(before);
+    ]);
   });
 
   it('is emptied by a truncate of the orders', async () => {

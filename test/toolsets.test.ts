@@ -12,16 +12,10 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { runCli, startCli, type RunningCli } from './support/cli.js';
+import { SALES_TOOLS } from './support/tool-names.js';
 
 const RANGE = { start_date: '2025-05-01', end_date: '2025-05-31' } as const;
-const ALL_TOOLS = [
-  'query_order_count',
-  'query_recent_orders',
-  'query_sales',
-  'query_top_products',
-  'sales_trend_report',
-  'weekly_sales_report',
-];
+const ALL_TOOLS = [...SALES_TOOLS].sort();
 const LISTEN = /listening on (http:\/\/[^"\s]+\/mcp)/;
 const listTools = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
 

@@ -23,12 +23,13 @@ import { CLI, runCli } from '../../../test/support/cli.js';
 import { connectAdmin } from '../../../test/support/harness.js';
 import { readerUrlFor } from '../../../test/support/packs.js';
 import { createClosedDatabase } from '../../../test/support/scratch.js';
+import { SALES_QUERY_TOOLS, SALES_REPORT_TOOLS, SUPPORT_QUERY_TOOLS } from '../../../test/support/tool-names.js';
 
 const SUPPORT_PACK = resolve('dist/examples/support-desk/pack/index.js');
-const SUPPORT_TOOLS = ['query_ticket_volume', 'query_resolution_times', 'query_recent_tickets'];
-const SALES_TOOLS = ['query_order_count', 'query_sales', 'query_top_products', 'query_recent_orders'];
+const SUPPORT_TOOLS = SUPPORT_QUERY_TOOLS;
+const SALES_TOOLS = SALES_QUERY_TOOLS;
 /** Reports are listed after every pack's templates, and plan nothing of their own: their templates do. */
-const REPORTS = ['weekly_sales_report', 'sales_trend_report'];
+const REPORTS = SALES_REPORT_TOOLS;
 const MAY = { start_date: '2025-05-01', end_date: '2025-05-31' };
 
 /** An MCP client over stdio to `node dist/src/cli.js serve`, as a desktop client launches it. */
