@@ -3,7 +3,7 @@
 import './node-compat.js'; // first: before pg is loaded
 import { createServer as createNetServer } from 'node:net';
 import { parseArgs } from 'node:util';
-import { openDatabase, startApp, STOP_GRACE_MS, type App } from './app.js';
+import { startApp, STOP_GRACE_MS, type App } from './app.js';
 import {
   createAuthenticator,
   createFailureThrottle,
@@ -12,24 +12,13 @@ import {
 } from './auth/index.js';
 import { stdioCallerId } from './caller-ids.js';
 import { loadConfig, type Config } from './config.js';
-import { connectReader, redactUrl } from './db/connect.js';
-import {
-  checkJobRoleSafety,
-  checkReaderSafety,
-  dataScopeChecks,
-  explainPacks,
-  formatReport,
-  planFails,
-  readerConnectionCheck,
-  readerScopeOf,
-  templatesCheck,
-} from './db/doctor/index.js';
-import { defaultDataDir, startEmbedded } from './db/embedded.js';
-import { prepareDatabase, type PrepareOptions } from './db/prepare.js';
+import { defaultDataDir } from './db/embedded.js';
+import { migrate, seed } from './cli/database-commands.js';
+import { doctor } from './cli/doctor-command.js';
 import { reportCommand } from './report-cli.js';
 import { scaffoldQuery } from './scaffold.js';
 import { ConfigError } from './errors.js';
-import { todayUtc, yesterdayUtc } from './lib/date-range.js';
+import { yesterdayUtc } from './lib/date-range.js';
 import { createTokenBuckets } from './limits.js';
 import { createLogger, type Logger } from './logger.js';
 import type { ConfigFile } from './config-file.js';
@@ -297,115 +286,6 @@ async function serve(
 }
 
 const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref());
-
-async function doctor(config: Config, packs: readonly Pack[], logger: Logger): Promise<void> {
-  const database = await openDatabase(config, packs, logger);
-  const reader = connectReader(database.readerUrl, config, logger);
-  try {
-    const scope = readerScopeOf(packs);
-    const checks = [
-      templatesCheck(packs),
-      ...dataScopeChecks(packs),
-      ...(await checkReaderSafety(database.readerUrl, scope, { sampleValues: true })),
-      ...(database.jobsUrl === undefined
-        ? [
-            {
-              name: 'job store configured',
-              ok: true,
-              warning: true,
-              detail: 'no job role to check: the reports that run as jobs are served only synchronously',
-              fix: 'set QUERYGATE_JOBS_URL, or QUERYGATE_JOBS_PASSWORD beside DATABASE_URL',
-            },
-          ]
-        : await checkJobRoleSafety(database.jobsUrl, scope)),
-    ];
-    // The plans run on the server's own reader connection: when it does not open, say so once, not once per plan.
-    const connection = await readerConnectionCheck(reader);
-    checks.push(connection);
-    const plans = connection.ok ? await explainPacks(reader, packs, { timeZone: config.timeZone }, todayUtc()) : [];
-    process.stdout.write(`${formatReport(redactUrl(database.readerUrl), checks, plans)}\n`);
-    if (checks.some((c) => !c.ok) || plans.some(planFails)) process.exitCode = 1;
-  } finally {
-    await reader.close();
-    await database.stop();
-  }
-}
-
-/** Runs an admin task against ADMIN_DATABASE_URL, or against the embedded database when it is unset. */
-async function withAdmin(
-  config: Config,
-  packs: readonly Pack[],
-  logger: Logger,
-  task: (adminUrl: string) => Promise<void>,
-): Promise<void> {
-  if (config.adminDatabaseUrl) return task(config.adminDatabaseUrl);
-  const embedded = await startEmbedded(
-    {
-      dataDir: config.dataDir ?? defaultDataDir(),
-      readerRole: config.readerRole,
-      jobsRole: config.jobsRole,
-      packs,
-      port: config.embeddedPort,
-    },
-    logger,
-  );
-  try {
-    await task(embedded.adminUrl);
-  } finally {
-    await embedded.stop();
-  }
-}
-
-async function migrate(config: Config, packs: readonly Pack[], logger: Logger): Promise<void> {
-  await withAdmin(config, packs, logger, (adminUrl) => prepareDatabase(adminUrl, { ...roles(config), packs }, logger));
-}
-
-/** The roles `migrate` and `seed` make, with the passwords the environment gives them. */
-function roles(config: Config): Pick<PrepareOptions, 'readerRole' | 'readerPassword' | 'jobsRole' | 'jobsPassword'> {
-  return {
-    readerRole: config.readerRole,
-    jobsRole: config.jobsRole,
-    ...(config.readerPassword === undefined ? {} : { readerPassword: config.readerPassword }),
-    ...(config.jobsPassword === undefined ? {} : { jobsPassword: config.jobsPassword }),
-  };
-}
-
-async function seed(
-  config: Config,
-  packs: readonly Pack[],
-  logger: Logger,
-  options: { pack: string | undefined; count: number | undefined; until: string; replace: boolean; ifEmpty: boolean },
-): Promise<void> {
-  if (options.replace && options.ifEmpty) throw new ConfigError('--replace and --if-empty exclude each other');
-  const seeded = packs.filter((p) => p.seed && (options.pack === undefined || p.name === options.pack));
-  if (seeded.length === 0) {
-    throw new ConfigError(
-      options.pack === undefined
-        ? 'no pack served here has demo data'
-        : `--pack: "${options.pack}" is not a served pack with demo data; served: ${packs.map((p) => p.name).join(', ')}`,
-    );
-  }
-  const counts = Object.fromEntries(seeded.map((p) => [p.name, options.count ?? p.seed!.defaultCount]));
-  await withAdmin(config, packs, logger, async (adminUrl) => {
-    await prepareDatabase(
-      adminUrl,
-      {
-        ...roles(config),
-        packs,
-        ...(options.ifEmpty ? { seedIfEmpty: { until: options.until, counts } } : {}),
-      },
-      logger,
-    );
-    if (options.ifEmpty) return;
-    for (const pack of seeded) {
-      await pack.seed!.run(
-        adminUrl,
-        { count: counts[pack.name], until: options.until, replace: options.replace },
-        logger,
-      );
-    }
-  });
-}
 
 main(process.argv.slice(2)).then(
   () => process.exit(), // keeps an exit code a command set (doctor: 1 when unsafe)

@@ -38,6 +38,7 @@ export async function openDatabase(
       readerRole: config.readerRole,
       jobsRole: config.jobsRole,
       packs,
+      port: config.embeddedPort,
       seedIfEmpty: { until: yesterdayUtc() },
       signal,
     },

@@ -9,6 +9,10 @@
  * followed to the columns behind them, through every branch of a UNION. Raw SQL text cannot be walked,
  * so it may name no column at all: a column inside `sql` must be given through `eb.ref` or `sql.ref`.
  * One exemption: the bare argument of `count(...)` or `count(distinct ...)` is counted, not returned.
+ *
+ * One room, over 400 lines: the walk is one class whose methods recurse into each other over one
+ * chain of scopes (a subquery's scope sees its parents', a raw fragment is judged against every name
+ * in scope); split, each file would need the others' private state, and the walk would be read in pieces.
  */
 import {
   AggregateFunctionNode,
