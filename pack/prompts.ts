@@ -5,7 +5,7 @@
  */
 import type { PromptMessage } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { CompletionSource } from '../src/argument-completions.js';
+import type { CompletionSource } from '../src/content-declarations.js';
 import { oneOf } from '../src/lib/arguments.js';
 import { PERIODS, resolvePeriod } from '../src/lib/periods.js';
 import { resolveWeek, weekArgument } from '../src/lib/weeks.js';

@@ -1,8 +1,8 @@
 /** The sales pack's resource templates: its reports, as a client reads documents. */
-import type { ResourceTemplate } from '../src/content.js';
+import type { ResourceTemplate } from '../src/content-declarations.js';
 import { InfraError } from '../src/errors.js';
 import { resolveWeek } from '../src/lib/weeks.js';
-import type { WeeklySalesReport } from './weekly-sales-report.js';
+import type { WeeklySalesReport } from './weekly-shape.js';
 import { weeklyMarkdown } from './weekly-markdown.js';
 
 /** `querygate://reports/weekly/{week}`: the weekly sales report of a week, as Markdown. */

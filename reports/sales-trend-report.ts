@@ -16,13 +16,13 @@ import { querySales } from '../queries/query-sales.js';
 import { ArgumentError } from '../src/errors.js';
 import { MAX_ROWS } from '../src/lib/arguments.js';
 import { changeOf } from '../src/lib/comparison.js';
-import { count, currency, money } from '../src/lib/result-shape.js';
 import { isoInZone } from '../src/lib/local-day.js';
 import { sameTimeOfDay } from '../src/lib/running.js';
 import { isoWeekOf, resolveWeek, weekArgument } from '../src/lib/weeks.js';
-import { defineReport, type ReportAnswer } from '../src/reports.js';
+import { defineReport } from '../src/reports.js';
 import { trendHtml } from './trend-html.js';
 import { trendMarkdown } from './trend-markdown.js';
+import { trendOutput, type TrendOutput } from './trend-shape.js';
 
 const DAY_MS = 86_400_000;
 const shift = (day: string, days: number): string =>
@@ -45,49 +45,6 @@ const input = z.strictObject({
       'The last week of the trend: an ISO week (2026-W48), a day inside it, or last_week (the default) / this_week',
     ),
 });
-
-const weekRow = z.object({
-  week: z.string().describe('ISO week, e.g. 2026-W48'),
-  start_date: z.string().describe('Its Monday'),
-  currency,
-  revenue: money.describe('Net revenue of the week in `currency` (0 when nothing sold)'),
-  order_count: count.describe('Net orders of the week in `currency`'),
-  avg_order_value: money.nullable().describe('revenue / order_count; null without orders'),
-  change_pct: z
-    .number()
-    .nullable()
-    .describe(
-      'Revenue change from the week before in percent; null for the first week, or when the week before had none. For a week still running, against the week before up to the same local time of the same weekday',
-    ),
-  change_note: z.string().optional(),
-  partial: z
-    .boolean()
-    .describe('True for a week still running: its figures cover its Monday up to until, not the whole week'),
-  until: z
-    .string()
-    .optional()
-    .describe(
-      'With partial: the instant covered up to (not included; the current minute), ISO 8601 in the offset of time_zone',
-    ),
-});
-
-const output = z.object({
-  weeks: count,
-  first_week: z.string(),
-  last_week: z.string(),
-  start_date: z.string(),
-  end_date: z.string(),
-  time_zone: z.string(),
-  partial: z
-    .boolean()
-    .describe(
-      'True when the last week is still running: its row covers it up to until, and its change is against the week before up to the same local time',
-    ),
-  rows: z.array(weekRow).describe('One row per week and currency, weeks in time order, currencies alphabetically'),
-});
-type Output = z.infer<typeof output>;
-/** The report as a call returns it. */
-export type SalesTrendReport = ReportAnswer<Output>;
 
 /** The ranges, each of at most WEEKS_PER_QUERY whole weeks, that the trend is read in. */
 export function trendChunks(start: string, weeks: number): { start_date: string; end_date: string }[] {
@@ -128,7 +85,7 @@ export const salesTrendReport = defineReport({
   ].join(' '),
   input,
   examples: [{ weeks: 12 }, { weeks: 52, through_week: '2025-W26' }],
-  output,
+  output: trendOutput,
   uses: [querySales],
   command: 'trend',
   render: { markdown: trendMarkdown, html: trendHtml },
@@ -154,7 +111,7 @@ export const salesTrendReport = defineReport({
     }
     assertFits(args.weeks, currencies.size);
   },
-  build: async (run, args, ctx): Promise<Output> => {
+  build: async (run, args, ctx): Promise<TrendOutput> => {
     const last = resolveWeek(args.through_week ?? 'last_week', ctx.today, 'through_week');
     const start = shift(last.start_date, -7 * (args.weeks - 1));
     const sums = new Map<string, { cents: number; orders: number }>();
@@ -184,7 +141,7 @@ export const salesTrendReport = defineReport({
       for (const row of answer.rows) beforeLast.set(row.currency, Math.round(row.revenue * 100));
     }
     const currencies = [...new Set([...sums.keys()].map((k) => k.split('|')[1]!))].sort();
-    const rows: Output['rows'] = [];
+    const rows: TrendOutput['rows'] = [];
     for (let k = 0; k < args.weeks; k++) {
       const monday = shift(start, 7 * k);
       for (const c of currencies) {

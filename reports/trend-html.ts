@@ -6,7 +6,7 @@
 import { formatMoney, formatNumber, signed } from '../src/render/figures.js';
 import { htmlId, htmlPage, htmlTable, markup } from '../src/render/html.js';
 import { lineChart } from '../src/render/svg.js';
-import type { SalesTrendReport } from './sales-trend-report.js';
+import type { SalesTrendReport } from './trend-shape.js';
 import { trendCurrencies } from './trend-markdown.js';
 
 export function trendHtml(r: SalesTrendReport): string {

@@ -4,7 +4,7 @@
  */
 import { signed } from '../src/render/figures.js';
 import { markdownScopeNote, markdownTable, markdownText } from '../src/render/markdown.js';
-import type { SalesTrendReport } from './sales-trend-report.js';
+import type { SalesTrendReport } from './trend-shape.js';
 
 /** The currencies of a trend's rows, in the order the rows give them. */
 export function trendCurrencies(r: SalesTrendReport): string[] {

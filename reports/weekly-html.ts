@@ -8,7 +8,7 @@ import { formatMoney, formatNumber, signed } from '../src/render/figures.js';
 import { htmlId, htmlPage, htmlTable, markup, type Markup } from '../src/render/html.js';
 import { barChart } from '../src/render/svg.js';
 import { METRIC_NAMES } from './weekly-markdown.js';
-import type { WeeklySalesReport } from './weekly-sales-report.js';
+import type { WeeklySalesReport } from './weekly-shape.js';
 
 type Report = WeeklySalesReport;
 

@@ -4,7 +4,7 @@
  */
 import { signed } from '../src/render/figures.js';
 import { markdownScopeNote, markdownTable as table } from '../src/render/markdown.js';
-import type { WeeklySalesReport } from './weekly-sales-report.js';
+import type { WeeklySalesReport } from './weekly-shape.js';
 
 type Report = WeeklySalesReport;
 

@@ -20,145 +20,21 @@ import { querySales } from '../queries/query-sales.js';
 import { queryTopProducts } from '../queries/query-top-products.js';
 import { changeOf, pairGroups } from '../src/lib/comparison.js';
 import { resolveWeek, weekArgument } from '../src/lib/weeks.js';
-import { count, currency, money } from '../src/lib/result-shape.js';
 import { isoInZone } from '../src/lib/local-day.js';
 import { sameTimeOfDay } from '../src/lib/running.js';
-import {
-  defineReport,
-  type ReportAnswer,
-  type RunOptions,
-  type RunTemplate,
-  type TemplateAnswer,
-} from '../src/reports.js';
+import { defineReport, type RunOptions, type RunTemplate, type TemplateAnswer } from '../src/reports.js';
 import { notableDays, NOTABLE_RULE } from './notable-days.js';
 import { weeklyHtml } from './weekly-html.js';
 import { weeklyMarkdown } from './weekly-markdown.js';
+import { BASELINE_WEEKS, METRICS, TOP_PRODUCTS, weeklyOutput, type WeeklyOutput } from './weekly-shape.js';
 
 const DAY_MS = 86_400_000;
 const shift = (day: string, days: number): string =>
   new Date(Date.parse(`${day}T00:00:00Z`) + days * DAY_MS).toISOString().slice(0, 10);
 const WEEKDAYS = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
 const weekday = (day: string): string => WEEKDAYS[new Date(`${day}T00:00:00Z`).getUTCDay()]!;
-/** The eight weeks before the week are the baseline a day is held to. */
-const BASELINE_WEEKS = 8;
-const TOP_PRODUCTS = 5;
 
 const input = z.strictObject({ week: weekArgument });
-
-const range = z.object({
-  start_date: z.string().describe('First day (YYYY-MM-DD)'),
-  end_date: z.string().describe('Last day (YYYY-MM-DD)'),
-  until: z
-    .string()
-    .optional()
-    .describe(
-      "While the week is running: the instant these days are covered up to (not included), the same local time of day as the week's own until; ISO 8601 in the offset of time_zone",
-    ),
-});
-
-const changeUnit = z
-  .enum(['percent', 'percentage_points'])
-  .describe('percent: (value − other) / other × 100; percentage_points: value − other, for the rates');
-
-const METRICS = ['revenue', 'order_count', 'avg_order_value', 'cancellation_rate', 'refund_rate'] as const;
-
-const metricRow = z.object({
-  metric: z
-    .enum(METRICS)
-    .describe(
-      'revenue: net of cancelled and refunded orders; order_count: every order placed, whatever its status; avg_order_value: revenue / net orders; cancellation_rate and refund_rate: cancelled or refunded orders as a percentage of every order placed',
-    ),
-  currency: currency.nullable().describe('The currency of revenue and avg_order_value; null for counts and rates'),
-  value: z.number().nullable().describe('This week (through through_date)'),
-  last_week: z.number().nullable().describe('The same days of the week before'),
-  year_ago: z.number().nullable().describe('The same days of the same week a year earlier (52 weeks before)'),
-  change_vs_last_week: z.number().nullable(),
-  change_vs_year_ago: z.number().nullable(),
-  change_unit: changeUnit,
-  note: z.string().optional().describe('Why a change is null'),
-});
-
-const dayRow = z.object({
-  date: z.string(),
-  weekday: z.string(),
-  currency,
-  revenue: money.describe('Net revenue of the day'),
-  last_week_date: z.string().describe('The same weekday of the week before'),
-  last_week_revenue: money,
-  change_pct: z.number().nullable(),
-  change_note: z.string().optional(),
-  partial: z
-    .boolean()
-    .describe(
-      'True for today while the week is running: revenue covers the day up to until, and last_week_revenue its weekday of the week before up to the same local time (last_week.until)',
-    ),
-});
-
-const productRow = z.object({
-  rank: count.describe('Rank by net revenue within its currency, 1 = best'),
-  sku: z.string(),
-  name: z.string(),
-  category: z.string(),
-  currency,
-  revenue: money,
-  units: count,
-  rank_last_week: count
-    .nullable()
-    .describe(
-      'Its rank the week before (same days, same currency); null when it sold nothing then, or ranked below 100',
-    ),
-});
-
-const segmentFigures = {
-  currency,
-  revenue: money.describe('Net revenue of the week'),
-  last_week_revenue: money.describe('Net revenue of the same days the week before'),
-  change_pct: z.number().nullable(),
-  change_note: z.string().optional(),
-};
-
-const notableRow = z.object({
-  date: z.string(),
-  weekday: z.string(),
-  currency,
-  revenue: money,
-  baseline_median: money.describe(`Median revenue of the same weekday over the ${BASELINE_WEEKS} weeks before`),
-  robust_z: z.number().nullable().describe('Modified z-score (see notable_rule); null when the baseline has no spread'),
-  direction: z.enum(['high', 'low']),
-});
-
-const output = z.object({
-  week: z.string().describe('The ISO week, e.g. 2026-W48'),
-  start_date: z.string().describe('Its Monday'),
-  end_date: z.string().describe('Its Sunday'),
-  through_date: z.string().describe('The last day covered: end_date, or today while the week is still running'),
-  time_zone: z.string(),
-  partial: z
-    .boolean()
-    .describe(
-      'True while the week is still running: figures cover start_date up to until, and every comparison the same elapsed part of its week, to the same local time of day',
-    ),
-  until: z
-    .string()
-    .optional()
-    .describe(
-      'While the week is running: the instant its figures are covered up to (not included; the current minute), ISO 8601 in the offset of time_zone',
-    ),
-  has_orders: z.boolean().describe('False when no order was placed in the days covered'),
-  summary: z.string().describe('One sentence a person can read first'),
-  last_week: range.describe('The days this week is compared with, the week before'),
-  year_ago: range.describe('The days this week is compared with, 52 weeks before'),
-  metrics: z.array(metricRow),
-  daily: z.array(dayRow).describe('Net revenue per day and currency, against the same weekday of the week before'),
-  top_products: z.array(productRow).describe(`The best ${TOP_PRODUCTS} products of each currency by net revenue`),
-  regions: z.array(z.object({ region: z.string(), ...segmentFigures })),
-  categories: z.array(z.object({ category: z.string(), ...segmentFigures })),
-  notable_days: z.array(notableRow),
-  notable_rule: z.string().describe('How a notable day is found'),
-});
-type Output = z.infer<typeof output>;
-/** The report as a call returns it. */
-export type WeeklySalesReport = ReportAnswer<Output>;
 
 type SalesAnswer = TemplateAnswer<typeof querySales>;
 type SalesRow = SalesAnswer['rows'][number];
@@ -214,12 +90,12 @@ export const weeklySalesReport = defineReport({
   ].join(' '),
   input,
   examples: [{ week: 'last_week' }, { week: '2025-W24' }, { week: '2025-06-11' }],
-  output,
+  output: weeklyOutput,
   uses: [querySales, queryOrderCount, queryTopProducts],
   steps: () => 12,
   command: 'weekly',
   render: { markdown: weeklyMarkdown, html: weeklyHtml },
-  build: async (run, args, ctx): Promise<Output> => {
+  build: async (run, args, ctx): Promise<WeeklyOutput> => {
     // A week that has not begun is refused, naming the field.
     const week = resolveWeek(args.week, ctx.today);
     const through = week.end_date < ctx.today ? week.end_date : ctx.today;
@@ -253,7 +129,7 @@ export const weeklySalesReport = defineReport({
     const before = totals(recent, lastWeek.start_date, lastWeek.end_date);
     const yearBefore = totals(yearAgoSales.rows, '0000-00-00', '9999-99-99');
     const currencies = [...new Set([...now.keys(), ...before.keys(), ...yearBefore.keys()])].sort();
-    const metrics: Output['metrics'] = [];
+    const metrics: WeeklyOutput['metrics'] = [];
     const metric = (
       name: (typeof METRICS)[number],
       currencyCode: string | null,
@@ -300,7 +176,7 @@ export const weeklySalesReport = defineReport({
 
     // By day, against the same weekday of the week before (a day without sales counts as 0).
     const revenueOn = new Map(recent.map((r) => [`${r.period}|${r.currency}`, r.revenue]));
-    const daily: Output['daily'] = [];
+    const daily: WeeklyOutput['daily'] = [];
     for (let day = current.start_date; day <= current.end_date; day = shift(day, 1)) {
       for (const c of currencies.filter((c) => now.has(c) || before.has(c))) {
         const revenue = revenueOn.get(`${day}|${c}`) ?? 0;
@@ -336,7 +212,7 @@ export const weeklySalesReport = defineReport({
       return { rank, ...row, rank_last_week: rankBefore.get(`${row.sku}|${row.currency}`) ?? null };
     });
 
-    type Segment = Omit<Output['regions'][number], 'region'> & { key: string };
+    type Segment = Omit<WeeklyOutput['regions'][number], 'region'> & { key: string };
     const segments = async (by: 'region' | 'category'): Promise<Segment[]> => {
       const [nowRows, beforeRows] = [
         (await run(querySales, { ...current, group_by: by })).rows,
@@ -405,6 +281,6 @@ export const weeklySalesReport = defineReport({
       categories,
       notable_days: notable,
       notable_rule: NOTABLE_RULE,
-    } as Output;
+    } as WeeklyOutput;
   },
 });

@@ -5,20 +5,9 @@
  * completions take no other way to the database than a tool call, with its toolset, limits and audit).
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { ContentContext } from './content.js';
+import type { CompletionSource, ContentContext } from './content-declarations.js';
 import { scopeOf } from './lib/data-scope.js';
 import { recentWeeks, WEEK_KEYWORDS } from './lib/weeks.js';
-
-export type CompletionSource =
-  /** A closed list of values, offered in its order. */
-  | { readonly values: readonly string[] }
-  /** The ISO weeks that have started, the most recent first (`2026-W48`), then last_week and this_week. */
-  | { readonly recentWeeks: number }
-  /**
-   * The distinct values of `field` in the `rows` of a call of `tool` with `arguments`, alphabetically:
-   * what the data holds now (the regions that sold in the last 90 days, say).
-   */
-  | { readonly tool: string; readonly arguments: Readonly<Record<string, unknown>>; readonly field: string };
 
 /** How long the labels read from a tool are reused: a completion is asked for at every key stroke. */
 export const LABELS_TTL_MS = 60_000;

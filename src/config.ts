@@ -1,6 +1,7 @@
 import { CALLER_NAME } from './caller-ids.js';
 import { withCredentials } from './db/connect.js';
 import { ConfigError } from './errors.js';
+import type { LogLevel } from './logger.js';
 
 /** Everything the server reads from its environment, parsed once at start-up. */
 export interface Config {
@@ -80,7 +81,6 @@ export interface Config {
   readonly embeddedPort: number | undefined;
 }
 
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
 
 export const DEFAULT_READER_ROLE = 'querygate_reader';

@@ -3,53 +3,16 @@
  * resource templates), prompts, and where their arguments' completions come from. Built once from
  * the packs served, checked as the registry checks templates: a broken declaration stops the server.
  */
-import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
-import { createLabelCache, type CompletionSource, type LabelCache } from './argument-completions.js';
+import { createLabelCache, type LabelCache } from './argument-completions.js';
+import type { ResourceTemplate } from './content-declarations.js';
 import { documentationResources, type StaticResource } from './docs.js';
 import { ConfigError } from './errors.js';
 import type { Pack } from './pack.js';
 import { servePrompt, type ServedPrompt } from './prompts.js';
-import type { Caller } from './caller.js';
 
 export type { StaticResource } from './docs.js';
-
-/** What resources, prompts and completions know of the request they answer. */
-export interface ContentContext {
-  readonly caller: Caller;
-  /** The day it is in the reporting time zone, YYYY-MM-DD. */
-  readonly today: string;
-  readonly timeZone: string;
-  /** The tools this caller may see, as tools/list gives them. */
-  readonly tools: readonly Tool[];
-  /** Runs one of the caller's tools through the registry, as the caller: the only way to the data. */
-  callTool(name: string, args: Readonly<Record<string, unknown>>): Promise<CallToolResult>;
-}
-
-/**
- * Resources named by an RFC 6570 URI template, such as `querygate://reports/weekly/{week}`: listed
- * by resources/templates/list, read by resources/read with the variables matched from the URI, and
- * completed by completion/complete with `{"type": "ref/resource", "uri": <the template>}`.
- */
-export interface ResourceTemplate {
-  readonly uriTemplate: string;
-  readonly name: string;
-  readonly title: string;
-  readonly description: string;
-  readonly mimeType: string;
-  /**
-   * The tools `read` calls ([] for none): a caller who may not call every one of them is not offered
-   * the template (resources/templates/list, completions), and to it the template's URIs name nothing.
-   */
-  readonly tools: readonly string[];
-  /** Where each variable's completions come from. */
-  readonly completions?: Readonly<Record<string, CompletionSource>>;
-  /**
-   * The resource's text. Variables that break a rule are refused with an ArgumentError naming the
-   * variable (-32602); the data comes through `ctx.callTool`.
-   */
-  read(variables: Readonly<Record<string, string>>, ctx: ContentContext): Promise<string> | string;
-}
 
 export interface ServedTemplate {
   readonly template: ResourceTemplate;

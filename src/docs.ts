@@ -5,7 +5,7 @@
  * refusing at start-up a view documentation that names a personal column.
  */
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { ContentContext } from './content.js';
+import type { ContentContext } from './content-declarations.js';
 import { ConfigError } from './errors.js';
 import { describeScope, scopeOf, type DataScope } from './lib/data-scope.js';
 import type { Pack, PersonalColumn } from './pack.js';

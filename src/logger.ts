@@ -1,5 +1,3 @@
-import type { LogLevel } from './config.js';
-
 /** A structured logger that writes one JSON line per event to stderr; stdout belongs to the protocol. */
 export interface Logger {
   debug(msg: string, fields?: Record<string, unknown>): void;
@@ -7,6 +5,9 @@ export interface Logger {
   warn(msg: string, fields?: Record<string, unknown>): void;
   error(msg: string, fields?: Record<string, unknown>): void;
 }
+
+/** The levels QUERYGATE_LOG_LEVEL may name; here, below the configuration that reads it. */
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 

@@ -6,7 +6,7 @@
  */
 import type { Migration } from 'kysely';
 import type pg from 'pg';
-import type { ResourceTemplate } from './content.js';
+import type { ResourceTemplate } from './content-declarations.js';
 import type { Logger } from './logger.js';
 import type { AnyPrompt } from './prompts.js';
 import type { PersonalKind } from './lib/masking.js';

@@ -6,8 +6,7 @@
  */
 import type { Prompt, PromptMessage } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { CompletionSource } from './argument-completions.js';
-import type { ContentContext } from './content.js';
+import type { CompletionSource, ContentContext } from './content-declarations.js';
 import { ArgumentError, ConfigError, INVALID_PARAMS, ProtocolError, type ArgumentIssue } from './errors.js';
 import { outsideScope, scopeOf } from './lib/data-scope.js';
 import { quote } from './lib/date-range.js';

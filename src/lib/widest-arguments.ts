@@ -5,11 +5,17 @@
  * and the contract tests EXPLAIN each of them, so no template needs a hand-written "widest" call.
  */
 import { z } from 'zod';
-import type { AnyTemplate } from '../registry/types.js';
 import { argumentCombinations } from './argument-combinations.js';
 import { MAX_RANGE_DAYS } from './date-range.js';
 
 const DAY_MS = 86_400_000;
+
+/** What the widest calls are read from: a template's name, input and examples (any template has them; src/lib/ names no registry type). */
+interface Declared {
+  readonly name: string;
+  readonly input: z.ZodType;
+  readonly examples: readonly Record<string, unknown>[];
+}
 
 interface Def {
   readonly type: string;
@@ -27,7 +33,7 @@ function maximumOf(schema: z.ZodType): number | undefined {
 }
 
 /** Validated arguments for each of the template's most costly calls. */
-export function widestArguments(template: AnyTemplate, lastDay: string): unknown[] {
+export function widestArguments(template: Declared, lastDay: string): unknown[] {
   const shape = (template.input as unknown as z.ZodObject).shape as Record<string, z.ZodType>;
   const firstDay = new Date(Date.parse(`${lastDay}T00:00:00Z`) - (MAX_RANGE_DAYS - 1) * DAY_MS)
     .toISOString()

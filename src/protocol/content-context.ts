@@ -1,7 +1,8 @@
 /** The content a server offers besides its tools, and the request as its resources, prompts and completions see it. */
-import { contentOf, type ContentContext, type ServerContent } from '../content.js';
+import type { ContentContext } from '../content-declarations.js';
+import { contentOf, type ServerContent } from '../content.js';
 import { localToday } from '../lib/periods.js';
-import type { DispatchDeps, HandlerContext } from './dispatcher.js';
+import type { DispatchDeps, HandlerContext } from './feature.js';
 
 /** What the server offers besides its tools: the packs' content, or the engine's own. */
 export function servedContent(deps: DispatchDeps): ServerContent {

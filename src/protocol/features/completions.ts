@@ -6,11 +6,12 @@
  * own) and completes a tool's enum-valued arguments from its input schema; a tool outside the
  * caller's toolset is as unknown here as it is to tools/call.
  */
-import { narrow, valuesOf, type CompletionSource } from '../../argument-completions.js';
+import { narrow, valuesOf } from '../../argument-completions.js';
+import type { CompletionSource } from '../../content-declarations.js';
 import { offers } from '../../content.js';
 import { INVALID_PARAMS, ProtocolError } from '../../errors.js';
 import { contentFor } from '../content-context.js';
-import type { Feature, HandlerContext } from '../dispatcher.js';
+import type { Feature, HandlerContext } from '../feature.js';
 import { isObject } from '../json-rpc.js';
 
 /** MCP's limit on the values of one completion. */

@@ -3,7 +3,7 @@
  * answered statelessly: nothing is kept from it but what the transport keeps), `ping`, and
  * 2026-07-28's `server/discover`.
  */
-import type { Feature } from '../dispatcher.js';
+import type { Feature } from '../feature.js';
 import { LEGACY_VERSIONS, SUPPORTED_VERSIONS } from '../revisions.js';
 
 /** The server's description changes only with a restart; five minutes is a fair guess at how often. */

@@ -6,7 +6,7 @@
  */
 import { INVALID_PARAMS, ProtocolError } from '../../errors.js';
 import type { ClientLogLevel } from '../../registry/interface.js';
-import type { Feature } from '../dispatcher.js';
+import type { Feature } from '../feature.js';
 import { LOG_LEVELS } from '../revisions.js';
 
 export const loggingFeature: Feature = {

@@ -6,7 +6,7 @@
 import { INVALID_PARAMS, ProtocolError } from '../../errors.js';
 import { getPrompt } from '../../prompts.js';
 import { contentFor, servedContent } from '../content-context.js';
-import type { Feature } from '../dispatcher.js';
+import type { Feature } from '../feature.js';
 import { isObject } from '../json-rpc.js';
 
 export const promptsFeature: Feature = {

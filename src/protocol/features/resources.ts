@@ -6,7 +6,7 @@
 import { offers, resourceAt } from '../../content.js';
 import { ArgumentError, INVALID_PARAMS, ProtocolError, ResourceNotFoundError } from '../../errors.js';
 import { contentFor, servedContent } from '../content-context.js';
-import type { Feature, HandlerContext } from '../dispatcher.js';
+import type { Feature, HandlerContext } from '../feature.js';
 
 /** The lists change only with a restart: the packs' resources and templates are fixed at start-up. */
 const LIST_TTL_MS = 300_000;

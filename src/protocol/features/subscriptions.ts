@@ -13,7 +13,7 @@
 import { INVALID_PARAMS, ProtocolError } from '../../errors.js';
 import { watchVisibleTools } from '../../live-registry.js';
 import { followingTools, servedContent } from '../content-context.js';
-import type { Feature, HandlerContext } from '../dispatcher.js';
+import type { Feature, HandlerContext } from '../feature.js';
 import { INVALID_REQUEST, isObject } from '../json-rpc.js';
 import { EdgeError, META, missingExtension } from '../revisions.js';
 import { TASKS_EXTENSION } from './tasks.js';

@@ -11,7 +11,7 @@
 import { INVALID_PARAMS, ProtocolError } from '../../errors.js';
 import type { JobService } from '../../jobs/service.js';
 import type { JobReader, JobRow } from '../../jobs/store.js';
-import type { Feature, HandlerContext } from '../dispatcher.js';
+import type { Feature, HandlerContext } from '../feature.js';
 import { INTERNAL_ERROR, isObject } from '../json-rpc.js';
 import { missingExtension } from '../revisions.js';
 

@@ -3,7 +3,7 @@
  * runs as a job answers a client of the tasks extension with a task handle (features/tasks.ts).
  */
 import { INVALID_PARAMS, ProtocolError } from '../../errors.js';
-import type { Feature } from '../dispatcher.js';
+import type { Feature } from '../feature.js';
 import { isObject } from '../json-rpc.js';
 import { acceptsTasks, createTaskResult } from './tasks.js';
 
