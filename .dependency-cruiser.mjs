@@ -85,9 +85,10 @@ export default {
     },
     {
       name: 'example-pack-stands-alone',
-      comment: 'An example pack imports the engine and its own folder only, as a stranger\u2019s pack would.',
+      comment:
+        'An example pack imports the engine and its own folder only, as a stranger\u2019s pack would. Its tests may serve it beside the sales pack.',
       severity: 'error',
-      from: { path: '^examples/([^/]+)/' },
+      from: { path: '^examples/([^/]+)/', pathNot: '^examples/[^/]+/test/' },
       to: { path: '^(pack|queries|reports|migrations|examples)/', pathNot: '^examples/$1/' },
     },
   ],

@@ -13,13 +13,6 @@ const ROOT = resolve(import.meta.dirname, '..');
 const CHECKED = ['src', 'pack', 'queries', 'reports', 'examples'];
 const FIXTURE = 'test/fixtures/import-cycle';
 
-/**
- * The cycles still allowed, as chains: they run through files the rooms branch splits (doctor and its
- * checks), which this branch leaves alone. Removed when the rooms branch merges. The list can only
- * shrink: an allowed cycle that no longer exists fails the test as a new one does.
- */
-const KNOWN_CYCLES: readonly string[] = ['src/db/doctor.ts → src/db/personal-data-checks.ts → src/db/doctor.ts'];
-
 async function cruised(paths: string[], overrides: ICruiseOptions = {}): Promise<ICruiseResult> {
   const options = await extractDepcruiseOptions(resolve(ROOT, '.dependency-cruiser.mjs'));
   const { output } = await cruise(
@@ -60,13 +53,8 @@ describe('imports point down', () => {
     expect(modules.some((m) => m.startsWith('examples/'))).toBe(true);
   });
 
-  it('finds no cycle but the known ones, type-only imports included', () => {
-    expect(cyclesIn(result).filter((chain) => !KNOWN_CYCLES.includes(chain))).toEqual([]);
-  });
-
-  it('still finds every known cycle, so the list only shrinks', () => {
-    // Once a cycle is gone, delete its line from KNOWN_CYCLES.
-    expect(KNOWN_CYCLES.filter((chain) => !cyclesIn(result).includes(chain))).toEqual([]);
+  it('finds no cycle, type-only imports included', () => {
+    expect(cyclesIn(result)).toEqual([]);
   });
 
   it('finds no import against a layer rule', () => {
