@@ -36,14 +36,18 @@ function sources(): string[] {
 }
 
 describe('the npm tarball', () => {
-  it('holds the built server, its README and package.json, and nothing else', async () => {
+  it('holds the built server, its README, the docs/ pages the README links to, and package.json, nothing else', async () => {
     const { stdout } = await run('tar', ['-tzf', tarball]);
     const files = stdout
       .trim()
       .split('\n')
       .map((f) => f.replace(/^package\//, ''));
     const built = sources().map((f) => `dist/${f.replace(/\.ts$/, '.js')}`);
-    expect(files.sort()).toEqual(['README.md', 'package.json', ...built].sort());
+    // The README's links to docs/ and BENCHMARKS.md resolve inside the installed package too; the screenshots stay out.
+    const docs = readdirSync('docs')
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `docs/${f}`);
+    expect(files.sort()).toEqual(['README.md', 'BENCHMARKS.md', 'package.json', ...docs, ...built].sort());
     expect(built).toContain(packageJson.bin.querygate);
   });
 
