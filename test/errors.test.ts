@@ -1,20 +1,17 @@
 /** Errors as the spec draws them: protocol errors for unknown tools, safe isError results for failures. */
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
-import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { templates } from '../queries/index.js';
 import type { AnyTemplate } from '../src/registry/index.js';
-import { connectAdmin, startHarness, textOf, type Harness } from './support/harness.js';
+import { startHarness, textOf, type Harness } from './support/harness.js';
+import { createScratchDatabase, type ScratchDatabase } from './support/scratch.js';
 
 let harness: Harness;
-let admin: pg.Client;
 beforeAll(async () => {
   harness = await startHarness();
-  admin = await connectAdmin();
 });
 afterAll(async () => {
   await harness.close();
-  await admin.end();
 });
 
 const week = { start_date: '2025-06-01', end_date: '2025-06-07' };
@@ -66,8 +63,22 @@ describe('a database that is down', () => {
 });
 
 describe('a query that runs too long', () => {
+  // Its own database: the lock it holds would stall every suite reading the shared one in parallel.
+  let scratch: ScratchDatabase;
+  beforeAll(async () => {
+    scratch = await createScratchDatabase('errors_timeout');
+  });
+  afterAll(async () => {
+    await scratch?.drop();
+  });
+
   it('is cancelled by the server-side statement timeout and reported as a timeout', async () => {
-    const slow = await startHarness({ statementTimeoutMs: 300, applicationName: 'querygate-timeout-test' });
+    const slow = await startHarness({
+      readerUrl: scratch.readerUrl,
+      statementTimeoutMs: 300,
+      applicationName: 'querygate-timeout-test',
+    });
+    const admin = scratch.admin;
     // Hold a lock the query must wait for, so that it cannot finish before the timeout fires.
     await admin.query('begin');
     await admin.query('lock table sales.products in access exclusive mode');

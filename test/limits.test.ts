@@ -278,7 +278,8 @@ describe('item 9: admission over HTTP, several tokens, a stalled database', () =
   const waitingOnLock = async (): Promise<number> =>
     (
       await scratch.admin.query<{ n: number }>(
-        "select count(*)::int as n from pg_stat_activity where application_name = 'querygate' and wait_event_type = 'Lock'",
+        // This database's only: other suites run theirs in parallel, under the same application name.
+        "select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = 'querygate' and wait_event_type = 'Lock'",
       )
     ).rows[0]!.n;
   const lock = async (): Promise<void> => {
