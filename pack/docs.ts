@@ -1,7 +1,7 @@
 /**
  * The sales pack's words for querygate://metrics and querygate://schema: what each figure means, and
  * what each view the reader reads holds. Personal columns are not documented (the server refuses to
- * start if one is); test/resources.test.ts holds the views to the database: every column the reader may
+ * start if one is); test/protocol/resources.test.ts holds the views to the database: every column the reader may
  * read is documented, and nothing else.
  */
 import type { MetricDefinition, ViewsDocumentation } from '../src/pack.js';

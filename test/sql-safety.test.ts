@@ -1,7 +1,7 @@
 /**
  * Values reach SQL only as bind parameters. A scan of every pack's code refuses raw SQL builders and
  * SQL text built by string concatenation; the registry itself refuses, at start-up, a template whose
- * SQL text changes with a value (test/treatments.test.ts).
+ * SQL text changes with a value (test/registry/treatments.test.ts).
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';

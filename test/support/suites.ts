@@ -8,20 +8,20 @@ import { packTestGlobs } from './pack-suites.js';
 
 /** The slow suites, as paths from the repository's root. */
 export const SLOW_SUITES: readonly string[] = [
-  'test/embedded.test.ts',
-  'test/job-replicas.test.ts',
-  'test/job-retry.test.ts',
+  'test/db/embedded.test.ts',
+  'test/jobs/job-replicas.test.ts',
+  'test/jobs/job-retry.test.ts',
   'test/live-config.test.ts',
-  'test/oauth.test.ts',
+  'test/auth/oauth.test.ts',
   'test/pack-suite.test.ts',
-  'test/pgbouncer.test.ts',
-  'test/reader-reach.test.ts',
-  'test/replicas.test.ts',
-  'test/report-html.test.ts',
+  'test/db/pgbouncer.test.ts',
+  'test/db/reader-reach.test.ts',
+  'test/transports/replicas.test.ts',
+  'test/reports/report-html.test.ts',
   'test/resilience.test.ts',
-  'test/rollup-isolation.test.ts',
-  'test/standby.test.ts',
-  'test/stdio-callers.test.ts',
+  'test/migrations/rollup-isolation.test.ts',
+  'test/db/standby.test.ts',
+  'test/transports/stdio-callers.test.ts',
 ];
 
 /**

@@ -1,0 +1,333 @@
+/**
+ * `querygate report`, run as cron runs it: the built CLI, spawned with no terminal, against a scratch
+ * database holding the test data set, euro orders and names that would break a table. The JSON is
+ * held to figures worked out from the raw orders and to the tool's own answer over MCP, the Markdown to
+ * the JSON; a refused week, a week not begun, a bad command line and an unreachable database end with
+ * their exit codes and one line on stderr, and a run leaves nothing on stderr or beside its output.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isoWeekOf } from '../../src/lib/weeks.js';
+import { CLI, runCli } from '../support/cli.js';
+import { startHarness, structured, type Harness } from '../support/harness.js';
+import { loadSalesData, type SalesData } from '../support/sales-data.js';
+import {
+  addEuroOrders,
+  addHostileSales,
+  checkWeeklyReport,
+  expectedTrendRows,
+  HOSTILE,
+  type TrendReport,
+  type WeeklyReport,
+} from '../support/sales-reports.js';
+import { createScratchDatabase, type ScratchDatabase } from '../support/scratch.js';
+
+let scratch: ScratchDatabase;
+let data: SalesData;
+let harness: Harness;
+let dir: string;
+const env = (extra: Record<string, string> = {}): Record<string, string> => ({
+  DATABASE_URL: scratch.readerUrl,
+  QUERYGATE_TIME_ZONE: 'UTC',
+  ...extra,
+});
+const report = (args: string[], extra?: Record<string, string>) => runCli(['report', ...args], env(extra));
+
+beforeAll(async () => {
+  scratch = await createScratchDatabase('report_cli', { orders: 4000, until: '2025-06-30' });
+  await addEuroOrders(scratch.admin);
+  await addHostileSales(scratch.admin);
+  data = await loadSalesData(scratch.admin);
+  harness = await startHarness({ readerUrl: scratch.readerUrl, timeZone: 'UTC' });
+  dir = mkdtempSync(join(tmpdir(), 'querygate-report-'));
+});
+afterAll(async () => {
+  await harness?.close();
+  await scratch?.drop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+/** The tables of a Markdown text by the heading above them: each row's cells, unescaped. */
+function markdownTables(text: string): Map<string, string[][]> {
+  const tables = new Map<string, string[][]>();
+  let heading = '';
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#')) heading = line.replace(/^#+ /, '');
+    if (!line.startsWith('| ') || /^\| ---/.test(line)) continue;
+    const cells = line
+      .slice(2, -2)
+      .split(/(?<!\\) \| /)
+      .map((cell) => cell.replace(/\\(.)/g, '$1'));
+    if (!tables.has(heading))
+      tables.set(heading, []); // the first row is the head
+    else tables.get(heading)!.push(cells);
+  }
+  return tables;
+}
+
+const withoutFreshness = ({ data_as_of: _, ...rest }: Record<string, unknown>) => rest;
+
+describe('querygate report weekly', () => {
+  it('--format json is the tool answer, every figure equal to the raw orders, and nothing else is written', async () => {
+    const run = await report(['weekly', '--week', '2025-W24', '--format', 'json']);
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    const answer = JSON.parse(run.stdout) as WeeklyReport;
+    expect(run.stdout).toBe(`${JSON.stringify(answer, null, 2)}\n`);
+    expect(answer).toMatchObject({ week: '2025-W24', start_date: '2025-06-09', end_date: '2025-06-15' });
+    checkWeeklyReport(data, answer, 'UTC', '2025-06-09', '2025-06-15');
+    expect(answer.regions.map((r) => r.region)).toContain(HOSTILE.region);
+    const viaMcp = structured<WeeklyReport>(await harness.call('weekly_sales_report', { week: '2025-W24' }));
+    expect(withoutFreshness(answer as never)).toEqual(withoutFreshness(viaMcp as never));
+  });
+
+  it('--format md lays out the same figures, names escaped so that no table breaks', async () => {
+    const [md, json] = [
+      await report(['weekly', '--week', '2025-06-11', '--format', 'md']),
+      await report(['weekly', '--week', '2025-W24', '--format', 'json']),
+    ];
+    expect(md).toMatchObject({ code: 0, stderr: '' });
+    const r = JSON.parse(json.stdout) as WeeklyReport;
+    const tables = markdownTables(md.stdout);
+    expect(md.stdout).toMatch(/^# Weekly sales report 2025-W24\n/);
+    expect(tables.get('Figures')!.map((row) => [row[1], row[2], row[3], row[5]])).toEqual(
+      r.metrics.map((m) => [
+        m.currency ?? '–',
+        String(m.value ?? '–'),
+        String(m.last_week ?? '–'),
+        String(m.year_ago ?? '–'),
+      ]),
+    );
+    expect(tables.get('Revenue by day')!.map((row) => row.slice(1, 4))).toEqual(
+      r.daily.map((d) => [d.currency, String(d.revenue), String(d.last_week_revenue)]),
+    );
+    expect(tables.get('Top products')!.map((row) => [row[1], row[2], row[4], row[5]])).toEqual(
+      r.top_products.map((p) => [`${p.name} (${p.sku})`, p.category, String(p.revenue), String(p.units)]),
+    );
+    expect(tables.get('By region')!.map((row) => row.slice(0, 4))).toEqual(
+      r.regions.map((s) => [s.region, s.currency, String(s.revenue), String(s.last_week_revenue)]),
+    );
+    expect(tables.get('By category')!.map((row) => row.slice(0, 4))).toEqual(
+      r.categories.map((s) => [s.category, s.currency, String(s.revenue), String(s.last_week_revenue)]),
+    );
+    // The names came back whole from between the escapes, and none of them is left as markup.
+    expect(tables.get('Top products')!.map((row) => row[1])).toContain(`${HOSTILE.product} (SKU-H0001)`);
+    expect(md.stdout).toContain('\\<img src=x onerror=alert(1)\\>');
+    const tableLines = md.stdout.split('\n').filter((line) => line.startsWith('| '));
+    expect(tableLines.join('\n')).not.toMatch(/(?<!\\)[<>]/);
+  });
+
+  it('--format html --out FILE writes one page that names nothing to load, every name escaped', async () => {
+    const out = join(dir, 'week.html');
+    const run = await report(['weekly', '--week', '2025-W24', '--format', 'html', '--out', out]);
+    expect(run).toEqual({ code: 0, stdout: '', stderr: '' });
+    const page = readFileSync(out, 'utf8');
+    expect(page).toMatch(
+      /^<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<meta http-equiv="Content-Security-Policy" content="default-src &#39;none&#39;; style-src &#39;sha256-[A-Za-z0-9+/]{43}=&#39;; base-uri &#39;none&#39;; form-action &#39;none&#39;">\n/,
+    );
+    // Only these elements: no script, image, link, frame or second stylesheet, whatever the names held.
+    const elements = new Set([...page.matchAll(/<\/?([a-zA-Z][a-zA-Z0-9-]*)/g)].map((m) => m[1]!.toLowerCase()));
+    expect([...elements].sort()).toEqual([
+      'body',
+      'caption',
+      'desc',
+      'div',
+      'figure',
+      'footer',
+      'g',
+      'h1',
+      'h2',
+      'head',
+      'header',
+      'html',
+      'line',
+      'meta',
+      'p',
+      'rect',
+      'section',
+      'style',
+      'svg',
+      'table',
+      'tbody',
+      'td',
+      'text',
+      'th',
+      'thead',
+      'title',
+      'tr',
+    ]);
+    expect(page.match(/<style>/g)).toHaveLength(1);
+    expect(page).toContain('Mug | &lt;img src=x onerror=alert(1)&gt; *bold* _em_ &amp; &quot;quoted&quot;');
+    expect(page).toContain('&lt;script&gt;alert(&quot;category&quot;)&lt;/script&gt;');
+    expect(page).not.toMatch(/<[^>]*\s(href|src|srcset|action|style|on[a-z]+)=/i);
+  });
+
+  it('takes --week last and this, resolved on the day it is in the reporting time zone', async () => {
+    const today = new Date().toISOString().slice(0, 10);
+    const lastWeek = isoWeekOf(new Date(Date.now() - 7 * 86_400_000).toISOString().slice(0, 10));
+    const last = JSON.parse((await report(['weekly', '--week', 'last', '--format', 'json'])).stdout) as WeeklyReport;
+    // The test data ends in 2025: a week of this year has no orders, and says so.
+    expect(last).toMatchObject({ week: lastWeek.week, partial: false, has_orders: false });
+    const now = JSON.parse((await report(['weekly', '--week=this', '--format=json'])).stdout) as WeeklyReport;
+    expect(now).toMatchObject({ week: isoWeekOf(today).week, through_date: today });
+  });
+
+  it('refuses a week that is no week, and one that has not begun, with exit code 2 and one line naming week', async () => {
+    const bad = await report(['weekly', '--week', '2025-W60', '--format', 'json']);
+    expect(bad).toMatchObject({ code: 2, stdout: '' });
+    expect(bad.stderr).toBe(
+      'querygate report: week: "2025-W60" is not a week; give an ISO week such as 2026-W48, a day inside the week (YYYY-MM-DD), last_week or this_week\n',
+    );
+    const next = isoWeekOf(new Date(Date.now() + 7 * 86_400_000).toISOString().slice(0, 10));
+    const future = await report(['weekly', '--week', next.week, '--format', 'html']);
+    expect(future).toMatchObject({ code: 2, stdout: '' });
+    expect(future.stderr).toMatch(
+      new RegExp(
+        `^querygate report: week: ${next.week} starts on ${next.start_date}, after today \\(\\d{4}-\\d{2}-\\d{2}\\); give this week \\(\\d{4}-W\\d{2}\\) or an earlier one\\n$`,
+      ),
+    );
+  });
+
+  it('refuses a bad command line with exit code 2 before it reads the database', async () => {
+    const closed = { DATABASE_URL: `postgres://querygate_reader:x@127.0.0.1:${await closedPort()}/nowhere` };
+    for (const [args, message] of [
+      [['weekly', '--week', 'last', '--format', 'pdf'], '--format: "pdf" is not one of md, json, html'],
+      [
+        ['weekly', '--week', 'last', '--colour', 'red'],
+        'report weekly takes no --colour; it takes --week, --format, --out',
+      ],
+      [['monthly'], 'no report is called "monthly"; the reports are weekly, trend'],
+      [[], 'name a report: weekly, trend'],
+      [['weekly', '--week'], '--week takes a value'],
+      [['weekly', 'last'], 'unexpected argument "last"; report weekly takes --week, --format, --out'],
+    ] as const) {
+      const run = await report([...args], closed);
+      expect({ args, ...run }).toEqual({ args, code: 2, stdout: '', stderr: `querygate report: ${message}\n` });
+    }
+  });
+
+  it('fails with exit code 1 and one line when the database is unreachable, and writes no --out file', async () => {
+    const out = join(dir, 'unreachable.html');
+    const run = await report(['weekly', '--week', '2025-W24', '--format', 'html', '--out', out], {
+      DATABASE_URL: `postgres://querygate_reader:x@127.0.0.1:${await closedPort()}/sales`,
+    });
+    expect(run).toMatchObject({ code: 1, stdout: '' });
+    expect(run.stderr).toMatch(
+      /^querygate report: The database is unavailable right now\. Retry in a few seconds\. \(code: database_unavailable, request_id: [0-9a-f-]{36}\)\n$/,
+    );
+    expect(existsSync(out)).toBe(false);
+  });
+
+  it('writes the audit line where QUERYGATE_AUDIT_LOG says, as the cli caller', async () => {
+    const audit = join(dir, 'audit.log');
+    expect(
+      await report(['weekly', '--week', '2025-W24', '--format', 'json'], { QUERYGATE_AUDIT_LOG: audit }),
+    ).toMatchObject({ code: 0, stderr: '' });
+    expect(await report(['weekly', '--week', '2025-W60'], { QUERYGATE_AUDIT_LOG: audit })).toMatchObject({ code: 2 });
+    const lines = readFileSync(audit, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines).toMatchObject([
+      { type: 'audit', caller: 'cli', tool: 'weekly_sales_report', arguments: { week: '2025-W24' }, outcome: 'ok' },
+      { type: 'audit', caller: 'cli', tool: 'weekly_sales_report', outcome: 'rejected', invalid_fields: ['week'] },
+    ]);
+  });
+});
+
+describe('querygate report trend', () => {
+  const first = '2025-03-24'; // the Monday of 2025-W13, twelve weeks before 2025-W24 ends
+  it('--format json equals the raw orders, week by week and currency by currency', async () => {
+    const run = await report(['trend', '--weeks', '12', '--through-week', '2025-W24', '--format', 'json']);
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    const trend = JSON.parse(run.stdout) as TrendReport;
+    expect(trend).toMatchObject({ weeks: 12, first_week: '2025-W13', last_week: '2025-W24', start_date: first });
+    expect(trend.rows.map(({ week: _week, change_note: _note, ...row }) => row)).toEqual(
+      expectedTrendRows(data, 'UTC', first, 12, ['EUR', 'USD']),
+    );
+    const viaMcp = structured<TrendReport>(
+      await harness.call('sales_trend_report', { weeks: 12, through_week: '2025-W24' }),
+    );
+    expect(withoutFreshness(trend as never)).toEqual(withoutFreshness(viaMcp as never));
+  });
+
+  it('--format md --out FILE writes a table per currency with the JSON figures, and nothing on stdout', async () => {
+    const out = join(dir, 'trend.md');
+    const run = await report(['trend', '--weeks', '12', '--through-week', '2025-W24', '--format', 'md', '--out', out]);
+    expect(run).toEqual({ code: 0, stdout: '', stderr: '' });
+    // Written whole under another name, then renamed: nothing is left beside it.
+    expect(readdirSync(dir).filter((name) => name.includes('trend'))).toEqual(['trend.md']);
+    const json = await report(['trend', '--weeks', '12', '--through-week', '2025-W24', '--format', 'json']);
+    const trend = JSON.parse(json.stdout) as TrendReport;
+    const tables = markdownTables(readFileSync(out, 'utf8'));
+    expect([...tables.keys()]).toEqual(['EUR', 'USD']);
+    for (const currency of ['EUR', 'USD']) {
+      expect(tables.get(currency)!.map((row) => row.slice(0, 5))).toEqual(
+        trend.rows
+          .filter((row) => row.currency === currency)
+          .map((row) => [
+            row.week,
+            row.start_date,
+            String(row.revenue),
+            String(row.order_count),
+            String(row.avg_order_value ?? '–'),
+          ]),
+      );
+    }
+  });
+
+  it('refuses weeks out of range, naming the field, with exit code 2', async () => {
+    for (const [weeks, rule] of [
+      ['60', 'weeks: must be at most 52'],
+      ['many', 'weeks: must be a number, got a string'],
+    ]) {
+      expect(await report(['trend', '--weeks', weeks!])).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: `querygate report: ${rule}\n`,
+      });
+    }
+  });
+
+  it('shows a progress bar on stderr when it is a terminal', async () => {
+    const out = join(dir, 'trend-tty.json');
+    // script(1) runs the command on a pseudo-terminal and copies what it shows.
+    const shown = await new Promise<{ code: number | null; text: string }>((done) => {
+      const child = spawn(
+        'script',
+        [
+          '-qec',
+          `'${process.execPath}' '${CLI}' report trend --weeks 40 --through-week 2025-W24 --format json --out '${out}'`,
+          '/dev/null',
+        ],
+        { env: { PATH: process.env.PATH ?? '', ...env() }, stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      let text = '';
+      child.stdout.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+      child.once('exit', (code) => done({ code, text }));
+    });
+    expect(shown.code).toBe(0);
+    // 41 weeks (one before the first) read 12 at a time: four queries, the bar redrawn after each, then cleared.
+    const frames = shown.text.split('\r\u001b[2K');
+    expect(frames).toEqual([
+      '',
+      ...[1, 2, 3, 4].map((step) =>
+        expect.stringMatching(new RegExp(`^sales_trend_report \\[[#.]{10,40}\\] ${step} of 4 queries done$`)),
+      ),
+      '',
+    ]);
+    expect((JSON.parse(readFileSync(out, 'utf8')) as TrendReport).rows).toHaveLength(80);
+  });
+});
+
+/** A loopback port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
