@@ -17,11 +17,13 @@ export const SLOW_SUITES: readonly string[] = [
   'test/db/pgbouncer.test.ts',
   'test/db/reader-reach.test.ts',
   'test/transports/replicas.test.ts',
+  'test/reports/report-cli.test.ts',
   'test/reports/report-html.test.ts',
   'test/resilience.test.ts',
   'test/migrations/rollup-isolation.test.ts',
   'test/db/standby.test.ts',
   'test/transports/stdio-callers.test.ts',
+  'test/transports/stdio.test.ts',
 ];
 
 /**
