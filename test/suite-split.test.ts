@@ -36,7 +36,9 @@ it('puts every test file in exactly one of the fast and slow projects', async ()
     const fast = byProject.get('fast')!;
     const slow = byProject.get('slow')!;
     expect(fast.filter((file) => slow.includes(file))).toEqual([]);
-    expect([...fast, ...slow].sort()).toEqual(suitesOnDisk());
+    // A user's pack named in QUERYGATE_PACKS brings its own <folder>/test/ into fast; the repository's are these.
+    const ours = (file: string): boolean => file.startsWith('test/') || file.startsWith('examples/');
+    expect([...fast, ...slow].filter(ours).sort()).toEqual(suitesOnDisk());
     expect([...slow].sort()).toEqual([...SLOW_SUITES].sort());
     expect(fast).toContain('test/contract.test.ts');
     expect(fast).toContain('examples/support-desk/test/support-desk.test.ts');
