@@ -6,13 +6,14 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { expect, it } from 'vitest';
 import { createVitest } from 'vitest/node';
+import { SHIPPED_PACK_FOLDERS } from './support/pack-suites.js';
 import { SLOW_SUITES } from './support/suites.js';
 
 const root = join(import.meta.dirname, '..');
 
 /** The engine's suites, and those of the shipped packs in their own folders (examples/<pack>/test/). */
 function suitesOnDisk(): string[] {
-  const packFolders = readdirSync(join(root, 'examples')).map((pack) => `examples/${pack}/test`);
+  const packFolders = SHIPPED_PACK_FOLDERS.map((folder) => `${folder}/test`);
   return ['test', ...packFolders]
     .filter((folder) => existsSync(join(root, folder)))
     .flatMap((folder) =>
@@ -37,7 +38,8 @@ it('puts every test file in exactly one of the fast and slow projects', async ()
     const slow = byProject.get('slow')!;
     expect(fast.filter((file) => slow.includes(file))).toEqual([]);
     // A user's pack named in QUERYGATE_PACKS brings its own <folder>/test/ into fast; the repository's are these.
-    const ours = (file: string): boolean => file.startsWith('test/') || file.startsWith('examples/');
+    const ours = (file: string): boolean =>
+      file.startsWith('test/') || SHIPPED_PACK_FOLDERS.some((folder) => file.startsWith(`${folder}/`));
     expect([...fast, ...slow].filter(ours).sort()).toEqual(suitesOnDisk());
     expect([...slow].sort()).toEqual([...SLOW_SUITES].sort());
     expect(fast).toContain('test/contract.test.ts');

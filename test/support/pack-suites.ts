@@ -15,7 +15,7 @@ import { parse } from 'yaml';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
 /** The shipped packs' folders besides the root (the sales pack's tests are test/ itself). */
-const SHIPPED_PACK_FOLDERS = ['examples/support-desk'] as const;
+export const SHIPPED_PACK_FOLDERS = ['examples/support-desk'] as const;
 
 /** The names `serve` knows without a path (src/packs.ts): the tests serve them anyway. */
 const SHIPPED_NAMES = new Set(['sales']);
