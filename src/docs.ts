@@ -32,6 +32,9 @@ export function documentationResources(packs: readonly Pack[]): StaticResource[]
   const examples = new Map(
     packs.flatMap((p) => [...p.templates, ...(p.reports ?? [])].map((t) => [t.name, t.examples[0]] as const)),
   );
+  const guides = new Map(
+    packs.flatMap((p) => p.templates.flatMap((t) => (t.guide ? [[t.name, t.guide] as const] : []))),
+  );
   return [
     {
       uri: 'querygate://catalog',
@@ -41,7 +44,7 @@ export function documentationResources(packs: readonly Pack[]): StaticResource[]
         'Every tool you may call, what it answers, its arguments (type, whether required, allowed values) and an example call.',
       mimeType: MARKDOWN,
       followsTools: true,
-      read: (ctx) => catalogMarkdown(ctx.tools, examples, scopeOf(ctx.caller)),
+      read: (ctx) => catalogMarkdown(ctx.tools, examples, scopeOf(ctx.caller), guides),
     },
     {
       uri: 'querygate://metrics',
@@ -124,6 +127,7 @@ export function catalogMarkdown(
   tools: readonly Tool[],
   examples: ReadonlyMap<string, Record<string, unknown>>,
   scope?: DataScope,
+  guides: ReadonlyMap<string, string> = new Map(),
 ): string {
   const out = [
     '# Tool catalog',
@@ -159,6 +163,8 @@ export function catalogMarkdown(
         '```',
       );
     }
+    const guide = guides.get(tool.name);
+    if (guide) out.push('', guide.trimEnd());
   }
   return `${out.join('\n')}\n`;
 }

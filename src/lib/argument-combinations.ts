@@ -130,3 +130,22 @@ function dedupe(values: unknown[]): unknown[] {
     return true;
   });
 }
+
+/** What the checked calls are read from: any template has these (src/lib/ names no registry type). */
+export interface CheckedDeclaration {
+  readonly name: string;
+  readonly input: z.ZodType;
+  readonly examples: readonly Record<string, unknown>[];
+  /** A tool's own list of calls that cover every statement it builds (query_metrics: each fragment and pair). */
+  readonly checkedArguments?: readonly Record<string, unknown>[];
+}
+
+/**
+ * The argument sets every check compiles or calls: a template's own checkedArguments after its
+ * examples when it gives them, every combination otherwise. The start-up checks, `doctor` and the
+ * contract suite all read them here, so they check the same calls.
+ */
+export function checkedCombinations(template: CheckedDeclaration): Record<string, unknown>[] {
+  if (template.checkedArguments) return [...template.examples, ...template.checkedArguments];
+  return argumentCombinations(`template ${template.name}`, template.input, template.examples);
+}

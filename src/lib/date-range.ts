@@ -3,7 +3,7 @@
  * end not before start, at most MAX_RANGE_DAYS counted inclusively.
  */
 import { z } from 'zod';
-import { isoWeekStart, monthEnd, monthStart, shiftDays } from './calendar.js';
+import { isoWeekStart, monthEnd, monthStart, quarterEnd, quarterStart, shiftDays } from './calendar.js';
 import { memoize } from './memo.js';
 import { PERIODS, type Period } from './periods.js';
 
@@ -192,15 +192,20 @@ const daysMemo = memoize((key: string): readonly string[] => {
   return Object.freeze(Array.from({ length: Number(days) }, (_, i) => formatDay(addDays(start, i))));
 });
 
-/** The first day of the day, ISO week (Monday) or month a YYYY-MM-DD day belongs to. */
-export function periodStart(day: string, period: 'day' | 'week' | 'month'): string {
+/** A calendar bucket of days: a day, an ISO week (Monday to Sunday), a month or a quarter. */
+export type DayBucket = 'day' | 'week' | 'month' | 'quarter';
+
+/** The first day of the day, ISO week (Monday), month or quarter a YYYY-MM-DD day belongs to. */
+export function periodStart(day: string, period: DayBucket): string {
   if (period === 'day') return day;
+  if (period === 'quarter') return quarterStart(day);
   return period === 'month' ? monthStart(day) : isoWeekStart(day);
 }
 
-/** The last day of the day, ISO week (Sunday) or month a YYYY-MM-DD day belongs to. */
-export function periodEnd(day: string, period: 'day' | 'week' | 'month'): string {
+/** The last day of the day, ISO week (Sunday), month or quarter a YYYY-MM-DD day belongs to. */
+export function periodEnd(day: string, period: DayBucket): string {
   if (period === 'day') return day;
+  if (period === 'quarter') return quarterEnd(day);
   return period === 'month' ? monthEnd(day) : shiftDays(isoWeekStart(day), 6);
 }
 

@@ -1,7 +1,7 @@
 /** Output schema pieces shared by the tools, so every result echoes its range and pages the same way. */
 import { z } from 'zod';
 import { MAX_ROWS } from './arguments.js';
-import { periodEnd, resolveRange, type DateRangeInput } from './date-range.js';
+import { periodEnd, resolveRange, type DateRangeInput, type DayBucket } from './date-range.js';
 import { PERIODS, type Period } from './periods.js';
 import { dayStart, isoInZone, offsetAt } from './local-day.js';
 import { cutEcho, cutFields } from './running.js';
@@ -102,12 +102,7 @@ export interface BucketBounds {
 }
 
 /** What a row of the period that starts on `label` says of the part of it the range covers ({} for all of it). */
-export function bucketBounds(
-  label: string,
-  period: 'day' | 'week' | 'month',
-  args: DateRangeInput,
-  timeZone: string,
-): BucketBounds {
+export function bucketBounds(label: string, period: DayBucket, args: DateRangeInput, timeZone: string): BucketBounds {
   const range = resolveRange(args);
   const end = periodEnd(label, period);
   const first = label < range.startDate ? range.startDate : label;

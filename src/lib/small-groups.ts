@@ -26,6 +26,12 @@ export interface SmallGroupRule {
    * two calls that differ by that filter could then be subtracted.
    */
   readonly by: readonly [string, ...string[]];
+  /**
+   * For a template whose answers count people only for some arguments (query_metrics asked for a
+   * count of people): whether a call's arguments do. The rule holds for those calls; the others
+   * count no one and keep every row. Unset, the rule holds for every call.
+   */
+  readonly appliesTo?: (args: unknown) => boolean;
 }
 
 /** The rule as a template's builder gets it: with the fewest distinct people a cell must stand for. */

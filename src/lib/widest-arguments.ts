@@ -5,17 +5,13 @@
  * and the contract tests EXPLAIN each of them, so no template needs a hand-written "widest" call.
  */
 import { z } from 'zod';
-import { argumentCombinations } from './argument-combinations.js';
+import { checkedCombinations, type CheckedDeclaration } from './argument-combinations.js';
 import { MAX_RANGE_DAYS } from './date-range.js';
 
 const DAY_MS = 86_400_000;
 
 /** What the widest calls are read from: a template's name, input and examples (any template has them; src/lib/ names no registry type). */
-interface Declared {
-  readonly name: string;
-  readonly input: z.ZodType;
-  readonly examples: readonly Record<string, unknown>[];
-}
+type Declared = CheckedDeclaration;
 
 interface Def {
   readonly type: string;
@@ -40,7 +36,7 @@ export function widestArguments(template: Declared, lastDay: string): unknown[] 
     .slice(0, 10);
   const widened: unknown[] = [];
   const seen = new Set<string>();
-  for (const combination of argumentCombinations(`template ${template.name}`, template.input, template.examples)) {
+  for (const combination of checkedCombinations(template)) {
     const args: Record<string, unknown> = { ...combination };
     if ('start_date' in shape && 'end_date' in shape) Object.assign(args, { start_date: firstDay, end_date: lastDay });
     for (const [name, schema] of Object.entries(shape)) {

@@ -131,6 +131,18 @@ export interface ToolContract<Args, Output extends Record<string, unknown>> {
    */
   readonly examples: readonly [Record<string, unknown>, ...Record<string, unknown>[]];
   readonly output: z.ZodType<Output>;
+  /**
+   * The argument sets the start-up checks compile, for a tool whose every combination of enumerable
+   * arguments is too many (query_metrics: metrics × dimensions × filters); it says why these cover
+   * every statement. Unset, the checks compile every combination (src/lib/argument-combinations.ts).
+   */
+  readonly checkedArguments?: readonly Record<string, unknown>[];
+  /**
+   * Markdown that querygate://catalog shows under the tool's arguments: for a tool whose arguments
+   * name declared things (query_metrics: its metrics, dimensions and filters), what each means and an
+   * example call per common question.
+   */
+  readonly guide?: string;
 }
 
 /**

@@ -495,6 +495,9 @@ describe('item 3: the output schemas say which currency each money figure is in'
         properties: { rows: { items: { properties: Record<string, { description?: string }>; required: string[] } } };
       };
       const row = schema.properties.rows.items;
+      // query_metrics' rows are keyed by the metrics asked for, so its schema lists no fields:
+      // test/queries/query-metrics.test.ts holds the currency beside each of its money figures.
+      if (template.name === 'query_metrics' && row.properties === undefined) continue;
       expect(row.required, template.name).toContain('currency');
       expect(row.properties.currency!.description, template.name).toMatch(/ISO 4217/);
       for (const [name] of money) {

@@ -14,7 +14,7 @@ import { CLI, startCli, type RunningCli } from '../support/cli.js';
 import { connectAdmin, figures, startHarness, structured, textOf, type Harness } from '../support/harness.js';
 import { isNet, loadSalesData, ordersBetween, type SalesData } from '../support/sales-data.js';
 
-type Tool = 'query_order_count' | 'query_sales' | 'query_top_products' | 'query_recent_orders';
+type Tool = 'query_order_count' | 'query_sales' | 'query_top_products' | 'query_recent_orders' | 'query_metrics';
 type Field = 'start_date' | 'end_date' | 'status' | 'group_by' | 'metric' | 'limit';
 type Args = Record<string, unknown>;
 
@@ -26,6 +26,10 @@ const TOOLS: Record<Tool, { readonly base: Args; readonly fields: readonly Field
   query_sales: { base: { ...RANGE, group_by: 'week' }, fields: ['start_date', 'end_date', 'group_by'] },
   query_top_products: { base: { ...RANGE }, fields: ['start_date', 'end_date', 'limit', 'metric'] },
   query_recent_orders: { base: { ...RANGE }, fields: ['start_date', 'end_date', 'status', 'limit'] },
+  query_metrics: {
+    base: { ...RANGE, metrics: ['revenue'], group_by: ['week'] },
+    fields: ['start_date', 'end_date', 'limit'],
+  },
 };
 const TOOL_NAMES = Object.keys(TOOLS) as Tool[];
 const STRING_FIELDS = ['start_date', 'end_date', 'status', 'group_by', 'metric'] as const;

@@ -183,12 +183,13 @@ describe('item 5: the start-up check covers every branch the arguments select', 
 });
 
 describe('item 5: what the check accepts', () => {
-  it('the four real templates, in every branch and both kinds of zone', () => {
+  it('the five real templates, in every branch and both kinds of zone', () => {
     expect(createRegistry(templates).tools.map((t) => t.name)).toEqual([
       'query_order_count',
       'query_sales',
       'query_top_products',
       'query_recent_orders',
+      'query_metrics',
     ]);
   });
 

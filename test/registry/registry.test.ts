@@ -22,7 +22,7 @@ import { CONTRACTED_SALES_QUERY_TOOLS } from '../support/tool-names.js';
 const registry = createRegistry(templates);
 
 describe('the registry', () => {
-  it('lists the four contracted tools with unique names', () => {
+  it('lists the five contracted tools with unique names', () => {
     const names = registry.tools.map((t) => t.name);
     expect(names).toEqual(CONTRACTED_SALES_QUERY_TOOLS);
     expect(new Set(names).size).toBe(names.length);
@@ -240,5 +240,6 @@ describe('money as PostgreSQL writes it', () => {
 function sampleArgs(template: AnyTemplate): Record<string, unknown> {
   const base = { start_date: '2025-03-01', end_date: '2025-03-31' };
   const properties = registry.tools.find((t) => t.name === template.name)!.inputSchema.properties ?? {};
+  if ('metrics' in properties) return { ...base, metrics: ['revenue'], group_by: ['week'] };
   return 'group_by' in properties ? { ...base, group_by: 'week' } : base;
 }

@@ -8,7 +8,7 @@ import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { createCompiler } from '../../src/db/connect.js';
 import type { PlanCost } from '../../src/db/doctor/index.js';
-import { argumentCombinations } from '../../src/lib/argument-combinations.js';
+import { checkedCombinations } from '../../src/lib/argument-combinations.js';
 import { MAX_ROWS } from '../../src/lib/arguments.js';
 import { MAX_RANGE_DAYS } from '../../src/lib/date-range.js';
 import { widestArguments } from '../../src/lib/widest-arguments.js';
@@ -330,7 +330,7 @@ export function bindParameterViolations(template: AnyTemplate, tool: Tool): Viol
     if (!found.has(key)) found.set(key, { rule, template: template.name, message, fix });
   };
   let checked = 0;
-  for (const combination of argumentCombinations(`template ${template.name}`, template.input, template.examples)) {
+  for (const combination of checkedCombinations(template)) {
     // A period reaches a template as the days it stands for (the registry resolves it first): the
     // combinations with days check those.
     if ('period' in combination) continue;
@@ -662,6 +662,8 @@ export async function smallGroupViolations(
   let seen = 0;
   for (const args of template.examples) {
     const parsed = template.input.parse(args) as Record<string, unknown>;
+    // A call the rule does not hold for counts no one (query_metrics without a count of people).
+    if (template.smallGroups?.appliesTo?.(parsed) === false) continue;
     const statement = uncappedStatement(template, parsed);
     const groups = await countRows(statement);
     if (groups === 0 || groups > Math.min(template.rowLimit?.(parsed) ?? MAX_ROWS, MAX_ROWS)) continue;

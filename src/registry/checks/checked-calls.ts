@@ -1,7 +1,7 @@
 import type { CompiledQuery } from 'kysely';
 import { createCompiler } from '../../db/connect.js';
 import { ConfigError } from '../../errors.js';
-import { argumentCombinations } from '../../lib/argument-combinations.js';
+import { checkedCombinations } from '../../lib/argument-combinations.js';
 import type { DataScope } from '../../lib/data-scope.js';
 import { resolvePeriods } from '../periods.js';
 import { builderContext, type AnyTemplate, type QueryContext } from '../types.js';
@@ -22,12 +22,11 @@ export interface CheckedCall {
  * statement is another statement, held to the same rules.
  */
 export function* checkedCalls(template: AnyTemplate): Generator<CheckedCall> {
-  const where = `template ${template.name}`;
   const scopes: (DataScope | undefined)[] = [undefined];
   if ((template.dataScope ?? []).length > 0) {
     scopes.push(Object.fromEntries(template.dataScope!.map((dimension) => [dimension, CHECK_SCOPE_VALUES])));
   }
-  for (const combination of argumentCombinations(where, template.input, template.examples)) {
+  for (const combination of checkedCombinations(template)) {
     const parsed = template.input.safeParse(combination);
     if (!parsed.success) continue; // a combination the schema refuses is never compiled for a caller either
     for (const timeZone of CHECK_ZONES) {

@@ -51,7 +51,8 @@ export function assertSmallGroups(t: AnyTemplate): void {
 export function assertSmallGroupsKept(template: AnyTemplate, call: CompiledCall): void {
   const { ctx, branch, statement } = call;
   const where = `template ${template.name}`;
-  if (ctx.smallGroups && statement.parameters.filter((p) => p === CHECK_THRESHOLD).length < 2) {
+  const applies = ctx.smallGroups && (ctx.smallGroups.appliesTo?.(call.args) ?? true);
+  if (applies && statement.parameters.filter((p) => p === CHECK_THRESHOLD).length < 2) {
     throw new ConfigError(
       `${where}: declares smallGroups but does not keep to it ${branch}; build every branch from visibleGroupsOnly(rows, ctx) and select hiddenGroupCount(eb, rows, ctx) (src/lib/small-groups.ts)`,
     );

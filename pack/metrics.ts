@@ -1,0 +1,173 @@
+/**
+ * The sales pack's metrics layer, as declarations the engine compiles into `query_metrics`
+ * (src/metrics/): what each figure means, what it can be grouped and filtered by, and where it is read
+ * from. Sources are listed smallest first: the hourly rollup (no region, so never for a scoped caller
+ * nor a region), then the orders with their customer's region, then the order items with their
+ * product. The schema keeps an order's total equal to the sum of its items, so revenue agrees
+ * whichever source serves it.
+ */
+import type { MetricsModel, RowCondition } from '../src/metrics/declarations.js';
+import { ORDER_STATUSES, NON_REVENUE_STATUSES } from './statuses.js';
+
+const net =
+  (status: string): RowCondition =>
+  (eb) =>
+    eb(eb.ref(status), 'not in', NON_REVENUE_STATUSES);
+const refunded =
+  (status: string): RowCondition =>
+  (eb) =>
+    eb(eb.ref(status), '=', 'refunded');
+
+export const salesMetrics: MetricsModel = {
+  subject: 'sales',
+  questions: [
+    {
+      question: 'How many orders last week, and how many were refunded?',
+      arguments: { metrics: ['orders', 'refunded_orders'], period: 'last_week' },
+    },
+    {
+      question: 'When do we get the most orders?',
+      arguments: { metrics: ['orders'], group_by: ['hour_of_day'], period: 'last_30_days' },
+    },
+    {
+      question: 'Which weekday sells most?',
+      arguments: { metrics: ['revenue'], group_by: ['weekday'], period: 'last_90_days' },
+    },
+    {
+      question: 'How many distinct customers ordered last month?',
+      arguments: { metrics: ['customers'], period: 'last_month' },
+    },
+    {
+      question: 'Revenue of Europe by category this month',
+      arguments: {
+        metrics: ['revenue', 'net_orders'],
+        group_by: ['category'],
+        filters: { region: ['Europe'] },
+        period: 'this_month',
+      },
+    },
+    {
+      question: 'Top 10 products of the Books category last month',
+      arguments: {
+        metrics: ['revenue', 'units'],
+        group_by: ['product'],
+        filters: { category: ['Books'] },
+        order_by: 'revenue',
+        limit: 10,
+        period: 'last_month',
+      },
+    },
+    {
+      question: 'Revenue this month so far against the same days a year ago',
+      arguments: { metrics: ['revenue', 'orders'], period: 'month_to_date', compare_to: 'previous_year' },
+    },
+    {
+      question: 'Refund rate and average order value by region last quarter (90 days)',
+      arguments: { metrics: ['refund_rate', 'avg_order_value'], group_by: ['region'], period: 'last_90_days' },
+    },
+    {
+      question: 'Daily revenue last week, with the week total',
+      arguments: { metrics: ['revenue'], group_by: ['day'], period: 'last_week' },
+    },
+    {
+      question: 'Orders by region and status last week',
+      arguments: { metrics: ['orders'], group_by: ['region', 'status'], period: 'last_week' },
+    },
+  ],
+  metrics: [
+    { name: 'orders', unit: 'count', description: 'Orders placed, every status.' },
+    { name: 'net_orders', unit: 'count', description: 'Orders not cancelled nor refunded.' },
+    {
+      name: 'revenue',
+      unit: 'money',
+      description:
+        'Net revenue: the amounts of orders not cancelled nor refunded (by category or product, their items: quantity x unit price).',
+    },
+    { name: 'avg_order_value', unit: 'money', ratio: ['revenue', 'net_orders'], description: 'revenue / net_orders.' },
+    {
+      name: 'customers',
+      unit: 'count',
+      people: true,
+      description: 'Distinct customers who placed an order, every status; groups of too few customers are hidden.',
+    },
+    { name: 'refunded_orders', unit: 'count', description: 'Orders refunded.' },
+    {
+      name: 'refund_rate',
+      unit: 'ratio',
+      ratio: ['refunded_orders', 'orders'],
+      description: 'refunded_orders / orders, 0..1.',
+    },
+    { name: 'units', unit: 'count', description: 'Units sold in orders not cancelled nor refunded.' },
+  ],
+  attributes: [
+    { name: 'region', scope: 'region', description: "The customer's sales region." },
+    { name: 'category', description: 'The product category (of the order items).' },
+    {
+      name: 'product',
+      labelled: 'reporting.products.name',
+      description: "The product's SKU, with its name beside it.",
+    },
+    { name: 'status', values: ORDER_STATUSES, description: 'The order status.' },
+  ],
+  sources: [
+    {
+      name: 'order_hours rollup',
+      rows: (db) => db.selectFrom('reporting.order_hours as h'),
+      reads: ['reporting.order_hours'],
+      time: 'h.hour',
+      timeGrain: 'hour',
+      currency: 'h.currency',
+      attributes: { status: 'h.status' },
+      measures: {
+        orders: { aggregate: 'sum', of: 'h.order_count' },
+        net_orders: { aggregate: 'sum', of: 'h.order_count', rows: net('h.status') },
+        revenue: { aggregate: 'sum', of: 'h.total_amount', rows: net('h.status') },
+        refunded_orders: { aggregate: 'sum', of: 'h.order_count', rows: refunded('h.status') },
+      },
+    },
+    {
+      name: 'orders',
+      rows: (db) =>
+        db.selectFrom('reporting.orders as o').innerJoin('reporting.customers as c', 'c.id', 'o.customer_id'),
+      reads: ['reporting.orders', 'reporting.customers'],
+      time: 'o.ordered_at',
+      currency: 'o.currency',
+      attributes: { region: 'c.region', status: 'o.status' },
+      people: 'o.customer_id',
+      measures: {
+        orders: { aggregate: 'count' },
+        net_orders: { aggregate: 'count', rows: net('o.status') },
+        revenue: { aggregate: 'sum', of: 'o.total_amount', rows: net('o.status') },
+        refunded_orders: { aggregate: 'count', rows: refunded('o.status') },
+        customers: { aggregate: 'count_distinct', of: 'o.customer_id' },
+      },
+    },
+    {
+      name: 'order items',
+      rows: (db) =>
+        db
+          .selectFrom('reporting.orders as o')
+          .innerJoin('reporting.customers as c', 'c.id', 'o.customer_id')
+          .innerJoin('reporting.order_items as oi', 'oi.order_id', 'o.id')
+          .innerJoin('reporting.products as p', 'p.id', 'oi.product_id'),
+      reads: ['reporting.orders', 'reporting.customers', 'reporting.order_items', 'reporting.products'],
+      time: 'o.ordered_at',
+      currency: 'o.currency',
+      attributes: { region: 'c.region', status: 'o.status', category: 'p.category', product: 'p.sku' },
+      labels: { product: 'p.name' },
+      people: 'o.customer_id',
+      measures: {
+        orders: { aggregate: 'count_distinct', of: 'o.id' },
+        net_orders: { aggregate: 'count_distinct', of: 'o.id', rows: net('o.status') },
+        revenue: {
+          aggregate: 'sum',
+          of: (eb) => eb(eb.ref('oi.quantity'), '*', eb.ref('oi.unit_price')),
+          rows: net('o.status'),
+        },
+        refunded_orders: { aggregate: 'count_distinct', of: 'o.id', rows: refunded('o.status') },
+        customers: { aggregate: 'count_distinct', of: 'o.customer_id' },
+        units: { aggregate: 'sum', of: 'oi.quantity', rows: net('o.status') },
+      },
+    },
+  ],
+};

@@ -1,0 +1,112 @@
+/**
+ * What a pack declares for its metrics layer, as data the engine compiles into one tool
+ * (`query_metrics`): metrics, dimensions, filters, and the sources (rollups and base views) that serve
+ * them. The engine knows no table; the pack names its views and columns here, and every fragment the
+ * compiler emits keeps to the registry's rules (bind parameters, data scope, small groups, masking).
+ */
+import type { Expression, ExpressionBuilder, Kysely, SelectQueryBuilder, SqlBool } from 'kysely';
+
+/** How a metric's figure is measured. Money is summed per currency and never across two. */
+export type MetricUnit = 'count' | 'money' | 'ratio';
+
+/** A time bucket a figure can be grouped by, in the reporting time zone. */
+export type TimeGrain = 'hour' | 'day' | 'week' | 'month' | 'quarter';
+/** A cyclic time dimension: the local hour of day (0-23) or the ISO weekday (Monday first). */
+export type CyclicTime = 'hour_of_day' | 'weekday';
+export const TIME_GRAINS: readonly TimeGrain[] = ['hour', 'day', 'week', 'month', 'quarter'];
+export const CYCLIC_TIMES: readonly CyclicTime[] = ['hour_of_day', 'weekday'];
+
+/** A figure the tool computes. */
+export interface MetricDeclaration {
+  /** snake_case, as arguments and answers name it. */
+  readonly name: string;
+  /** What it means, what it leaves out, and when to use it: a model reads it. */
+  readonly description: string;
+  readonly unit: MetricUnit;
+  /**
+   * A ratio of two other metrics, computed from their sums over the same rows (never an average of
+   * averages): [numerator, denominator]. A ratio of money over a count is money.
+   */
+  readonly ratio?: readonly [string, string];
+  /** True for a count of distinct people: an answer holding it hides small groups (src/lib/small-groups.ts). */
+  readonly people?: boolean;
+}
+
+/** An attribute a figure can be grouped or filtered by. A personal column is never one. */
+export interface AttributeDeclaration {
+  readonly name: string;
+  readonly description: string;
+  /** The values a filter on it accepts: a closed list, or any label (read through the caller's scope). */
+  readonly values?: readonly [string, ...string[]];
+  /**
+   * The column ("schema.view.column") of a readable name returned beside the attribute's value as
+   * `<attribute>_name` (a product's name beside its sku); each source names it in `labels`.
+   */
+  readonly labelled?: string;
+  /** The data-scope dimension this attribute is, when it is one ("region"). */
+  readonly scope?: string;
+}
+
+// A source's rows are of the pack's views; the engine only adds clauses to them.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type SourceRows = SelectQueryBuilder<any, any, any>;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type SourceBuilder = ExpressionBuilder<any, any>;
+
+/**
+ * How a source computes one metric over its rows: the aggregate, what it adds up (a column, or an
+ * expression of the row), and which rows it counts (`filter (where …)`): the statuses that leave
+ * revenue out, say. A count of `people` is of distinct values.
+ */
+export interface Measure {
+  readonly aggregate: 'count' | 'sum' | 'count_distinct';
+  /** The column or row expression summed or counted distinct; a count without it counts rows. */
+  readonly of?: string | ((eb: SourceBuilder) => Expression<unknown>);
+  readonly rows?: RowCondition;
+}
+
+/**
+ * One place the figures can be read from: a rollup or the base views. The engine reads, for each call,
+ * the first source (in declaration order: smallest first) that serves every metric, dimension, filter
+ * and data-scope dimension of the call, and whose time grain the call's range and zone allow.
+ */
+export interface MetricSource {
+  /** For doctor and the catalog ("hourly rollup", "base rows"). */
+  readonly name: string;
+  /** The rows, with their joins and without a selection; every reference below is to their aliases. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  readonly rows: (db: Kysely<any>) => SourceRows;
+  /** "schema.view" of every relation the rows read, for the column declarations' sources. */
+  readonly reads: readonly string[];
+  /** The timestamp column ranges and time dimensions read ("o.ordered_at"). */
+  readonly time: string;
+  /**
+   * 'hour' for a rollup keyed by whole UTC hours: it serves a call only when every bound of the range
+   * falls on a whole UTC hour (zones with whole-hour offsets, a range not cut inside an hour).
+   */
+  readonly timeGrain?: 'hour';
+  /** The currency column of its money figures. */
+  readonly currency: string;
+  /** The attributes it can group and filter by, as the column of each ("c.region"). */
+  readonly attributes: Readonly<Record<string, string>>;
+  /** A readable name beside an attribute's value, returned as `<attribute>_name` ({ product: 'p.name' }). */
+  readonly labels?: Readonly<Record<string, string>>;
+  /** The metrics it computes, by name; ratios come from their parts. */
+  readonly measures: Readonly<Record<string, Measure>>;
+  /** The column of a person, for metrics that count people and the small-group rule. */
+  readonly people?: string;
+}
+
+/** Everything a pack declares for `query_metrics`. */
+export interface MetricsModel {
+  readonly metrics: readonly MetricDeclaration[];
+  readonly attributes: readonly AttributeDeclaration[];
+  readonly sources: readonly MetricSource[];
+  /** The tool's words for a model beyond the generated ones: what the figures are about. */
+  readonly subject: string;
+  /** Common questions and the call that answers each, for querygate://catalog (the first few also check the tool at start-up). */
+  readonly questions?: readonly { readonly question: string; readonly arguments: Record<string, unknown> }[];
+}
+
+/** Helper for a source's filter expression: `where` conditions are written with the builder. */
+export type RowCondition = (eb: SourceBuilder) => Expression<SqlBool>;

@@ -1,0 +1,315 @@
+/**
+ * The one statement of a `query_metrics` call, compiled from the pack's declarations: the source that
+ * serves it, its rows held to the range, the filters and the caller's data scope, grouped by the
+ * dimensions asked for with the totals as grouping sets of the same statement, then ranked and cut
+ * per currency. Every value (dates, time zone, filter and scope values, limit, threshold) is a bind
+ * parameter; the time zone is bound once, in a lateral join, so that the grouped expressions are the
+ * same text in the select list, the grouping sets and grouping().
+ *
+ *   select <dimensions>, <currency>, <metrics>, "r"."is_total", "r"."grand", "r"."groups",
+ *          "r"."people_in_row", (select count(*) from <hidden cells>) as "hidden_cells"
+ *   from (select "g".*, row_number() over (partition by "g"."is_total", "g"."currency" order by …) as "rank",
+ *                count(*) over (partition by "g"."is_total", "g"."currency") as "groups"
+ *         from (select <dimension expressions over "qg_time"."local">, <currency>,
+ *                      <aggregate> filter (where <the rows it counts>) …,
+ *                      grouping(<first key>) as "is_total", grouping(<currency>) as "grand"
+ *               from <source rows> cross join lateral (select <time> at time zone $tz as "local") as "qg_time"
+ *               where <time> >= $start and <time> < $end and <filters> and <scope>
+ *                 [and not exists (<the hidden cells>)]
+ *               group by grouping sets ((<keys>, <currency>), (<currency>), ())) as "g") as "r"
+ *   where "r"."rank" <= $limit or "r"."is_total" = 1
+ *   order by "r"."is_total" desc, "r"."currency", "r"."rank"
+ *
+ * Why the start-up checks need not compile every combination: each fragment (a dimension's
+ * expression, a metric's aggregate, a filter's condition, the scope's condition) is the same text
+ * whatever else a call asks for; only the source changes it. So compiling each fragment on every
+ * source that can serve it, with each other fragment beside it once (the pairs, see checkedArguments
+ * in tool.ts), checks every statement a call can build.
+ */
+import { sql, type AliasedRawBuilder, type Kysely, type RawBuilder } from 'kysely';
+import { endOfRange, rollupCovers, startOfDay } from '../db/range-sql.js';
+import { resolveRange, type DateRangeInput, type ResolvedRange } from '../lib/date-range.js';
+import { hiddenGroupCount, visibleGroupsOnly, type SmallGroupContext } from '../lib/small-groups.js';
+import type { QueryContext, RowQuery } from '../registry/types.js';
+import {
+  CYCLIC_TIMES,
+  TIME_GRAINS,
+  type MetricDeclaration,
+  type MetricSource,
+  type MetricsModel,
+  type SourceBuilder,
+  type SourceRows,
+} from './declarations.js';
+
+export interface MetricsArgs extends DateRangeInput {
+  readonly metrics: readonly string[];
+  readonly group_by?: readonly string[] | undefined;
+  readonly filters?: Readonly<Record<string, readonly string[] | undefined>> | undefined;
+  readonly order_by?: string | undefined;
+  readonly limit: number;
+}
+
+/** The columns every statement selects, in this order, whatever the call asks for. */
+export function selectedColumns(model: MetricsModel): string[] {
+  return [
+    ...TIME_GRAINS,
+    ...CYCLIC_TIMES,
+    ...model.attributes.flatMap((a) => (a.labelled ? [a.name, `${a.name}_name`] : [a.name])),
+    'currency',
+    ...model.metrics.map((m) => m.name),
+    'is_total',
+    'grand',
+    'groups',
+    'people_in_row',
+    'hidden_cells',
+  ];
+}
+
+/** The base metrics a call's metrics are computed from: ratios give their parts. */
+export function baseMetrics(model: MetricsModel, names: readonly string[]): string[] {
+  const out = new Set<string>();
+  const visit = (name: string): void => {
+    const m = model.metrics.find((x) => x.name === name)!;
+    if (m.ratio) m.ratio.forEach(visit);
+    else out.add(name);
+  };
+  names.forEach(visit);
+  return [...out];
+}
+
+/** Whether an answer with these metrics counts people, and so hides small groups. */
+export function countsPeople(model: MetricsModel, names: readonly string[]): boolean {
+  return baseMetrics(model, names).some((n) => model.metrics.find((m) => m.name === n)!.people === true);
+}
+
+/** The attributes a call reads: those it groups and filters by, and the data scope's. */
+function attributesRead(model: MetricsModel, args: MetricsArgs, ctx: QueryContext): string[] {
+  const names = new Set<string>();
+  for (const d of args.group_by ?? []) if (model.attributes.some((a) => a.name === d)) names.add(d);
+  for (const [f, values] of Object.entries(args.filters ?? {})) if (values !== undefined) names.add(f);
+  for (const a of model.attributes) if (a.scope !== undefined && ctx.dataScope?.[a.scope]) names.add(a.name);
+  return [...names];
+}
+
+/** The first source (smallest first) that serves the call; the last serves every call (checked at start-up). */
+export function sourceFor(model: MetricsModel, args: MetricsArgs, ctx: QueryContext): MetricSource {
+  const range = resolveRange(args);
+  const metrics = baseMetrics(model, args.metrics);
+  const attributes = attributesRead(model, args, ctx);
+  const people = countsPeople(model, args.metrics);
+  return (
+    model.sources.find(
+      (s) =>
+        (s.timeGrain !== 'hour' || rollupCovers(range, ctx.timeZone)) &&
+        metrics.every((m) => m in s.measures) &&
+        attributes.every((a) => a in s.attributes) &&
+        (!people || s.people !== undefined),
+    ) ?? model.sources[model.sources.length - 1]!
+  );
+}
+
+const LOCAL = 'qg_time.local';
+
+/** A time dimension's expression over the local time (param-free: the zone is bound in the lateral join). */
+function timeKey(eb: SourceBuilder, name: string, source: MetricSource): RawBuilder<unknown> {
+  const local = eb.ref(LOCAL);
+  switch (name) {
+    case 'hour':
+      // The local hour and its offset from UTC, so that an hour that repeats when clocks go back is two rows.
+      return sql`to_char(date_trunc('hour', ${local}), 'YYYY-MM-DD"T"HH24:MI') || '|' || extract(epoch from ${local} - (${eb.ref(source.time)} at time zone 'UTC'))::int`;
+    case 'day':
+      return sql`to_char(${local}, 'YYYY-MM-DD')`;
+    case 'hour_of_day':
+      return sql`extract(hour from ${local})::int`;
+    case 'weekday':
+      return sql`extract(isodow from ${local})::int`;
+    default:
+      return sql`to_char(date_trunc(${sql.raw(`'${name}'`)}, ${local}), 'YYYY-MM-DD')`;
+  }
+}
+
+const isTime = (name: string): boolean => (TIME_GRAINS as readonly string[]).includes(name);
+const isCyclic = (name: string): boolean => (CYCLIC_TIMES as readonly string[]).includes(name);
+
+/** One base metric's aggregate on a source: `agg(of) filter (where rows)`, sums never null. */
+function aggregateOf(eb: SourceBuilder, source: MetricSource, name: string): RawBuilder<unknown> {
+  const measure = source.measures[name]!;
+  const of =
+    measure.of === undefined ? undefined : typeof measure.of === 'string' ? eb.ref(measure.of) : measure.of(eb);
+  const filter = measure.rows ? sql` filter (where ${measure.rows(eb)})` : sql``;
+  switch (measure.aggregate) {
+    case 'count':
+      return of ? sql`count(${of})${filter}` : sql`count(*)${filter}`;
+    case 'count_distinct':
+      return sql`count(distinct ${of!})${filter}`;
+    case 'sum':
+      return sql`coalesce(sum(${of!})${filter}, 0)`;
+  }
+}
+
+/** A metric's figure in a grouped row: rounded money, ratios from the sums of their parts. */
+function metricValue(
+  eb: SourceBuilder,
+  model: MetricsModel,
+  source: MetricSource,
+  m: MetricDeclaration,
+): RawBuilder<unknown> {
+  const raw = (name: string): RawBuilder<unknown> => {
+    const d = model.metrics.find((x) => x.name === name)!;
+    if (!d.ratio) return aggregateOf(eb, source, name);
+    return sql`(${raw(d.ratio[0])})::numeric / nullif(${raw(d.ratio[1])}, 0)`;
+  };
+  if (m.unit === 'money') return sql`round(${raw(m.name)}, 2)`;
+  if (m.unit === 'ratio') return sql`round(${raw(m.name)}, 4)`;
+  return raw(m.name);
+}
+
+/** The rows of a call: the source's, held to the range, the filters and the caller's data scope. */
+function rowsOf(
+  db: Kysely<unknown>,
+  model: MetricsModel,
+  source: MetricSource,
+  args: MetricsArgs,
+  ctx: QueryContext,
+  range: ResolvedRange,
+): SourceRows {
+  let rows = source
+    .rows(db)
+    .crossJoinLateral(
+      db.selectNoFrom(sql`${sql.ref(source.time)} at time zone ${ctx.timeZone}`.as('local')).as('qg_time'),
+    )
+    .where(source.time, '>=', startOfDay(range.startDate, ctx.timeZone))
+    .where(source.time, '<', endOfRange(range, ctx.timeZone));
+  for (const [name, values] of Object.entries(args.filters ?? {})) {
+    if (values !== undefined) rows = rows.where(source.attributes[name]!, 'in', values);
+  }
+  for (const a of model.attributes) {
+    const scope = a.scope === undefined ? undefined : ctx.dataScope?.[a.scope];
+    if (scope !== undefined) rows = rows.where(source.attributes[a.name]!, 'in', scope);
+  }
+  return rows;
+}
+
+/** The small-group rule on a source: the cells are every attribute it can group or filter by. */
+function cellsOn(source: MetricSource, ctx: QueryContext): { smallGroups: SmallGroupContext } {
+  const by = Object.values(source.attributes) as [string, ...string[]];
+  return { smallGroups: { ...ctx.smallGroups!, people: source.people!, by } };
+}
+
+/** The statement of a call (without LIMIT: the registry adds it). */
+export function metricsStatement(
+  db: Kysely<unknown>,
+  model: MetricsModel,
+  args: MetricsArgs,
+  ctx: QueryContext,
+): RowQuery {
+  const range = resolveRange(args);
+  const source = sourceFor(model, args, ctx);
+  const dims = args.group_by ?? [];
+  const money = baseMetrics(model, args.metrics).some((n) => model.metrics.find((m) => m.name === n)!.unit === 'money');
+  const people = countsPeople(model, args.metrics) && ctx.smallGroups !== undefined;
+  const base = rowsOf(db, model, source, args, ctx, range);
+  const cells = people ? cellsOn(source, ctx) : undefined;
+  const rows = cells ? visibleGroupsOnly(base, cells) : base;
+
+  const keyOf = (eb: SourceBuilder, name: string): RawBuilder<unknown> =>
+    isTime(name) || isCyclic(name) ? timeKey(eb, name, source) : sql`${eb.ref(source.attributes[name]!)}`;
+  const grouped = rows
+    .select((eb: SourceBuilder) => {
+      const keys = dims.map((d) => keyOf(eb, d));
+      const currency = money ? sql`${eb.ref(source.currency)}` : undefined;
+      const grand = currency ? sql`grouping(${currency})` : sql`0`;
+      const out: AliasedRawBuilder<unknown, string>[] = [];
+      for (const name of [...TIME_GRAINS, ...CYCLIC_TIMES]) {
+        out.push((dims.includes(name) ? keyOf(eb, name) : sql`null::text`).as(name));
+      }
+      for (const a of model.attributes) {
+        out.push((dims.includes(a.name) ? keyOf(eb, a.name) : sql`null::text`).as(a.name));
+        if (a.labelled) {
+          const label = source.labels?.[a.name];
+          out.push((dims.includes(a.name) && label ? sql`${eb.ref(label)}` : sql`null::text`).as(`${a.name}_name`));
+        }
+      }
+      out.push((currency ?? sql`null::text`).as('currency'));
+      for (const m of model.metrics) {
+        const value = args.metrics.includes(m.name) ? metricValue(eb, model, source, m) : sql`null::numeric`;
+        // The grand total of money adds currencies: that row only carries the hidden cells, never a figure.
+        out.push(
+          (currency && m.unit !== 'count' ? sql`case when ${grand} = 1 then null else ${value} end` : value).as(m.name),
+        );
+      }
+      out.push((keys.length > 0 ? sql`grouping(${keys[0]!})` : sql`1`).as('is_total'));
+      out.push(grand.as('grand'));
+      out.push(
+        (people
+          ? sql`case when ${grand} = 1 then null else nullif(count(distinct ${eb.ref(source.people!)}), 0) end`
+          : sql`null::bigint`
+        ).as('people_in_row'),
+      );
+      out.push(sql`min(${eb.ref(source.time)})`.as('qg_first'));
+      return out;
+    })
+    .groupBy((eb: SourceBuilder) => {
+      const keys = dims.map((d) => keyOf(eb, d));
+      const labels = dims
+        .filter((d) => source.labels?.[d] !== undefined)
+        .map((d) => sql`${eb.ref(source.labels![d]!)}`);
+      const currency = money ? sql`${eb.ref(source.currency)}` : undefined;
+      const sets = [sql`(${sql.join([...keys, ...labels, ...(currency ? [currency] : [])])})`];
+      if (keys.length > 0) sets.push(currency ? sql`(${currency})` : sql`()`);
+      if (currency) sets.push(sql`()`);
+      return [sql`grouping sets (${sql.join(sets)})`];
+    });
+
+  const order = orderOf(model, args);
+  const partition = ['g.is_total', 'g.currency'] as const;
+  const ranked = db.selectFrom(grouped.as('g')).select((eb) => [
+    ...selectedColumns(model)
+      .filter((c) => c !== 'hidden_cells' && c !== 'groups')
+      .map((c) => eb.ref(`g.${c}`).as(c)),
+    eb.fn
+      .agg<number>('row_number', [])
+      .over((ob) => {
+        let w = ob.partitionBy([...partition] as never);
+        for (const [ref, desc] of order) w = w.orderBy(ref as never, desc ? (o) => o.desc().nullsLast() : 'asc');
+        return w;
+      })
+      .as('rank'),
+    eb.fn
+      .countAll<number>()
+      .over((ob) => ob.partitionBy([...partition] as never))
+      .as('groups'),
+  ]);
+  return db
+    .selectFrom(ranked.as('r'))
+    .select((eb) => [
+      ...selectedColumns(model)
+        .filter((c) => c !== 'hidden_cells')
+        .map((c) => eb.ref(`r.${c}`).as(c)),
+      (cells
+        ? hiddenGroupCount(eb as never, base, cells)
+        : eb
+            .selectFrom(
+              db
+                .selectNoFrom(sql`1`.as('none'))
+                .where(sql<boolean>`false`)
+                .as('none'),
+            )
+            .select((e) => e.fn.countAll().as('n'))
+      ).as('hidden_cells'),
+    ])
+    .where((eb) => eb.or([eb('r.rank', '<=', args.limit), eb('r.is_total', '=', 1)]))
+    .orderBy('r.is_total', 'desc')
+    .orderBy('r.currency')
+    .orderBy('r.rank');
+}
+
+/** The order within each currency's rows: a metric asked for, else time, else the first metric, biggest first. */
+function orderOf(model: MetricsModel, args: MetricsArgs): [string, boolean][] {
+  const dims = args.group_by ?? [];
+  const byKey = dims.map((d): [string, boolean] => [d === 'hour' ? 'g.qg_first' : `g.${d}`, false]);
+  if (args.order_by !== undefined) return [[`g.${args.order_by}`, true], ...byKey];
+  const attributeOnly = dims.length > 0 && dims.every((d) => model.attributes.some((a) => a.name === d));
+  if (attributeOnly) return [[`g.${args.metrics[0]!}`, true], ...byKey];
+  return byKey.length > 0 ? byKey : [['g.is_total', false]];
+}

@@ -1,0 +1,375 @@
+/**
+ * `query_metrics`: the one tool a pack's metric declarations derive. It is a template like any other,
+ * so the registry's one door (validation, read-only transaction, timeout, row cap, masking, data
+ * scope, small groups, audit) serves it; the engine only writes its contract and its statement.
+ */
+import { z } from 'zod';
+import { ConfigError } from '../errors.js';
+import { MAX_ROWS, rowLimit } from '../lib/arguments.js';
+import { changeOf, compareToField, COMPARISONS } from '../lib/comparison.js';
+import { checkDateRange, dateRangeFields, DATE_RANGE_ALWAYS, type DayBucket } from '../lib/date-range.js';
+import { isoInZone } from '../lib/local-day.js';
+import { bucketBounds, echoRange, rangeEcho } from '../lib/result-shape.js';
+import { cutFields } from '../lib/running.js';
+import type {
+  ColumnSpec,
+  ComparisonEcho,
+  DataScopeDimension,
+  PersonalColumns,
+  QueryTemplate,
+  ResultRow,
+} from '../registry/types.js';
+import { CYCLIC_TIMES, TIME_GRAINS, type MetricsModel } from './declarations.js';
+import { baseMetrics, countsPeople, metricsStatement, selectedColumns, type MetricsArgs } from './statement.js';
+
+export const METRICS_TOOL = 'query_metrics';
+
+const WEEKDAYS = ['Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday', 'Sunday'];
+const MAX_METRICS = 5;
+const MAX_FILTER_VALUES = 50;
+
+type Figures = Record<string, string | number | boolean | null>;
+
+/** Refuses a model the compiler cannot serve, in one line with the fix. */
+function checkModel(model: MetricsModel, personal: PersonalColumns): void {
+  const where = `metrics of ${METRICS_TOOL}`;
+  const names = new Set<string>();
+  for (const n of [...model.metrics.map((m) => m.name), ...model.attributes.map((a) => a.name)]) {
+    if (!/^[a-z][a-z0-9_]*$/.test(n)) throw new ConfigError(`${where}: name ${JSON.stringify(n)} must be snake_case`);
+    if (names.has(n) || [...TIME_GRAINS, ...CYCLIC_TIMES, 'currency'].includes(n as never)) {
+      throw new ConfigError(`${where}: ${n} is declared twice or is a reserved name; rename it`);
+    }
+    names.add(n);
+  }
+  for (const m of model.metrics) {
+    for (const part of m.ratio ?? []) {
+      if (!model.metrics.some((x) => x.name === part && !x.ratio)) {
+        throw new ConfigError(
+          `${where}: ratio ${m.name} names ${part}, which is not a declared metric that is not a ratio`,
+        );
+      }
+    }
+  }
+  const last = model.sources[model.sources.length - 1];
+  if (!last) throw new ConfigError(`${where}: declare at least one source (the base views)`);
+  for (const m of model.metrics.filter((x) => !x.ratio)) {
+    if (!(m.name in last.measures)) {
+      throw new ConfigError(
+        `${where}: the last source (${last.name}) must measure every metric; add ${m.name} to its measures`,
+      );
+    }
+    if (m.people && last.people === undefined) {
+      throw new ConfigError(`${where}: ${m.name} counts people, so source ${last.name} must name its people column`);
+    }
+  }
+  for (const a of model.attributes) {
+    if (!(a.name in last.attributes)) {
+      throw new ConfigError(
+        `${where}: the last source (${last.name}) must carry every attribute; add ${a.name} to its attributes`,
+      );
+    }
+  }
+  // A personal column as an attribute is refused by the registry's selection check: dimensions are
+  // declared plain, and a personal source selected plain fails start-up.
+  void personal;
+}
+
+/** Builds the tool from a pack's metric declarations. */
+export function metricsTemplate(
+  model: MetricsModel,
+  personal: PersonalColumns,
+  dimensions: readonly DataScopeDimension[] = [],
+): QueryTemplate<MetricsArgs, Record<string, unknown>> {
+  checkModel(model, personal);
+  const metricNames = model.metrics.map((m) => m.name) as [string, ...string[]];
+  const dimensionNames = [...TIME_GRAINS, ...CYCLIC_TIMES, ...model.attributes.map((a) => a.name)] as [
+    string,
+    ...string[],
+  ];
+  const unitOf = (name: string): string => model.metrics.find((m) => m.name === name)!.unit;
+
+  const filterFields = Object.fromEntries(
+    model.attributes.map((a) => [
+      a.name,
+      z
+        .array(a.values ? z.enum(a.values) : z.string().min(1).max(100))
+        .min(1)
+        .max(MAX_FILTER_VALUES)
+        .optional(),
+    ]),
+  );
+  const input = z
+    .strictObject({
+      metrics: z
+        .array(z.enum(metricNames))
+        .min(1)
+        .max(MAX_METRICS)
+        .describe(`1..${MAX_METRICS} metrics; what each means: querygate://catalog`),
+      group_by: z.array(z.enum(dimensionNames)).max(2).optional().describe('0..2 dimensions; omit for totals only'),
+      filters: z
+        .strictObject(filterFields)
+        .optional()
+        .describe('Keep only rows whose attribute is one of the values, e.g. {"region":["Europe"]}'),
+      ...dateRangeFields,
+      ...compareToField,
+      order_by: z.enum(metricNames).optional().describe('A metric asked for: rows biggest first'),
+      limit: rowLimit(MAX_ROWS).describe(`Rows per currency, 1..${MAX_ROWS} (default ${MAX_ROWS})`),
+    })
+    .superRefine((value, ctx) => {
+      const dup = (list: readonly string[] | undefined): string | undefined =>
+        list?.find((x, i) => list.indexOf(x) !== i);
+      const twice = dup(value.metrics) ?? dup(value.group_by);
+      if (twice !== undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: [dup(value.metrics) ? 'metrics' : 'group_by'],
+          message: `${twice} is given twice`,
+        });
+      const grains = (value.group_by ?? []).filter((d) => (TIME_GRAINS as readonly string[]).includes(d));
+      if (grains.length > 1) {
+        ctx.addIssue({ code: 'custom', path: ['group_by'], message: `give at most one of ${TIME_GRAINS.join(', ')}` });
+      }
+      if (value.order_by !== undefined && !value.metrics?.includes(value.order_by)) {
+        ctx.addIssue({ code: 'custom', path: ['order_by'], message: 'must be one of the metrics asked for' });
+      }
+    })
+    .superRefine(checkDateRange, DATE_RANGE_ALWAYS);
+
+  for (const q of model.questions ?? []) {
+    const parsed = input.safeParse(q.arguments);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      throw new ConfigError(
+        `metrics of ${METRICS_TOOL}: the call for question ${JSON.stringify(q.question)} is refused (${issue.path.join('.') || 'arguments'}: ${issue.message}); fix its arguments`,
+      );
+    }
+  }
+
+  const figure = z.union([z.string(), z.number(), z.null()]);
+  const row = z.record(z.string(), z.union([figure, z.boolean()]));
+  const output = z.object({
+    ...rangeEcho,
+    rows: z.array(row).max(MAX_ROWS).optional(),
+    totals: z.array(row),
+    truncated: z.boolean(),
+    comparison: z
+      .object({
+        compare_to: z.enum(COMPARISONS),
+        start_date: z.string(),
+        end_date: z.string(),
+        ...cutFields,
+        totals: z.array(row),
+      })
+      .optional(),
+  });
+
+  const columns: Record<string, ColumnSpec> = {};
+  const plain = (type: ColumnSpec['type']): ColumnSpec => ({ type, source: 'computed', treatment: 'plain' });
+  for (const c of selectedColumns(model)) columns[c] = plain('text');
+  columns.hour_of_day = plain('integer');
+  columns.weekday = plain('integer');
+  for (const m of model.metrics)
+    columns[m.name] = plain(m.unit === 'count' ? 'integer' : m.unit === 'money' ? 'money' : 'number');
+  for (const a of model.attributes) {
+    if (a.labelled) columns[`${a.name}_name`] = { type: 'text', source: a.labelled, treatment: 'plain' };
+  }
+  columns.is_total = plain('integer');
+  columns.grand = plain('integer');
+  columns.groups = plain('integer');
+  columns.people_in_row = { type: 'integer', source: 'computed', treatment: 'distinct_people' };
+  columns.hidden_cells = { type: 'integer', source: 'computed', treatment: 'hidden_groups' };
+  const peopleColumn = model.sources[model.sources.length - 1]!.people;
+
+  const present = (
+    rows: ResultRow[],
+    page: { truncated: boolean },
+    args: MetricsArgs,
+    ctx: { timeZone: string },
+  ): Record<string, unknown> => {
+    const dims = args.group_by ?? [];
+    const money = baseMetrics(model, args.metrics).some((n) => unitOf(n) === 'money');
+    const figures = (r: ResultRow): Figures => ({
+      ...(money ? { currency: r.currency } : {}),
+      ...Object.fromEntries(args.metrics.map((m) => [m, r[m] ?? null])),
+    });
+    const totals: Figures[] = [];
+    const out: Figures[] = [];
+    let cut = page.truncated;
+    for (const r of rows) {
+      if (r.grand === 1) continue;
+      if (r.is_total === 1) {
+        totals.push(figures(r));
+        continue;
+      }
+      if (Number(r.groups) > args.limit) cut = true;
+      const keys: Figures = {};
+      let bounds = {};
+      for (const d of dims) {
+        const value = r[d] ?? null;
+        if (d === 'weekday') keys.weekday = WEEKDAYS[Number(value) - 1] ?? null;
+        else if (d === 'hour') {
+          const [local, offset] = String(value).split('|');
+          const ms = Date.parse(`${local}:00Z`) - Number(offset) * 1000;
+          keys.hour = isoInZone(ms, ctx.timeZone);
+          const until = args.until === undefined ? undefined : Date.parse(args.until);
+          if (until !== undefined && until > ms && until < ms + 3_600_000)
+            bounds = { partial: true, until: isoInZone(until, ctx.timeZone) };
+        } else keys[d] = value;
+        if (d !== 'hour' && (TIME_GRAINS as readonly string[]).includes(d)) {
+          bounds = bucketBounds(String(value), d as DayBucket, args, ctx.timeZone);
+        }
+        if (model.attributes.find((a) => a.name === d)?.labelled) keys[`${d}_name`] = r[`${d}_name`] ?? null;
+      }
+      out.push({ ...keys, ...bounds, ...figures(r) });
+    }
+    return {
+      ...echoRange(args, ctx.timeZone),
+      ...(dims.length > 0 ? { rows: out } : {}),
+      totals,
+      truncated: cut,
+    };
+  };
+
+  const compare = (
+    current: Record<string, unknown>,
+    prior: Record<string, unknown>,
+    comparison: ComparisonEcho,
+  ): Record<string, unknown> => {
+    const key = (t: Figures): string => String(t.currency ?? '');
+    const before = new Map((prior.totals as Figures[]).map((t) => [key(t), t]));
+    const now = new Map((current.totals as Figures[]).map((t) => [key(t), t]));
+    const currencies = [...new Set([...now.keys(), ...before.keys()])].sort();
+    const metrics = Object.keys((current.totals as Figures[])[0] ?? (prior.totals as Figures[])[0] ?? {}).filter(
+      (k) => k !== 'currency',
+    );
+    const totals = currencies.map((c) => {
+      const p = before.get(c);
+      const n = now.get(c);
+      const t: Figures = c === '' ? {} : { currency: c };
+      for (const m of metrics) {
+        const value = (p?.[m] ?? (p ? null : 0)) as number | null;
+        t[m] = value;
+        t[`${m}_change_pct`] = changeOf((n?.[m] ?? (n ? null : 0)) as number | null, value).change_pct;
+      }
+      return t;
+    });
+    return { ...current, comparison: { ...comparison, totals } };
+  };
+
+  const examples: [Record<string, unknown>, ...Record<string, unknown>[]] = [
+    { metrics: [metricNames[0]], group_by: ['weekday'], period: 'last_30_days' },
+    {
+      metrics: metricNames.slice(0, 2),
+      group_by: [model.attributes[0]!.name],
+      start_date: '2025-03-01',
+      end_date: '2025-03-31',
+    },
+    { metrics: [metricNames[0]], period: 'month_to_date', compare_to: 'previous_year' },
+    ...model.metrics
+      .filter((m) => m.people)
+      .map((m) => ({
+        metrics: [m.name],
+        group_by: [model.attributes[0]!.name],
+        start_date: '2025-03-01',
+        end_date: '2025-03-31',
+      })),
+  ];
+
+  return {
+    guide: guideOf(model),
+    name: METRICS_TOOL,
+    title: `Metrics of ${model.subject}`,
+    description: [
+      `Any declared metric of ${model.subject}, in one call: totals, or grouped by up to two dimensions (time buckets, hour_of_day, weekday, ${model.attributes.map((a) => a.name).join(', ')}), filtered, ranked and compared.`,
+      `Use it for ${
+        (model.questions ?? [])
+          .slice(0, 4)
+          .map((q) => JSON.stringify(q.question))
+          .join(', ') || 'totals and breakdowns of the metrics below'
+      }.`,
+      'Totals are exact, computed by the database over every matching row (never from the listed rows). Money comes per currency, never added across two. A bucket the range covers in part says partial with first_day/last_day. Metrics and example calls: querygate://catalog.',
+    ].join(' '),
+    input: input as unknown as z.ZodType<MetricsArgs>,
+    examples,
+    output: output as unknown as z.ZodType<Record<string, unknown>>,
+    columns,
+    personal,
+    dimensions,
+    dataScope: model.attributes.flatMap((a) => (a.scope ? [a.scope] : [])),
+    ...(peopleColumn
+      ? {
+          smallGroups: {
+            people: peopleColumn,
+            by: Object.values(model.sources[model.sources.length - 1]!.attributes) as [string, ...string[]],
+            appliesTo: (args: unknown) => countsPeople(model, (args as MetricsArgs).metrics),
+          },
+        }
+      : {}),
+    checkedArguments: [...checkedArguments(model), ...(model.questions ?? []).map((q) => q.arguments)],
+    query: (db, args, ctx) => metricsStatement(db, model, args, ctx),
+    present,
+    compare,
+  };
+}
+
+/**
+ * The calls the start-up checks compile instead of every combination (see statement.ts): each metric
+ * alone and with each dimension; each pair of dimensions; each filter with each metric and each
+ * dimension; each comparison; each ordering.
+ */
+function checkedArguments(model: MetricsModel): Record<string, unknown>[] {
+  const range = { start_date: '2025-03-01', end_date: '2025-03-31' };
+  const metrics = model.metrics.map((m) => m.name);
+  const dims = [...TIME_GRAINS, ...CYCLIC_TIMES, ...model.attributes.map((a) => a.name)];
+  const sample = (name: string): string[] => [
+    model.attributes.find((a) => a.name === name)!.values?.[0] ?? 'check-value',
+  ];
+  const calls: Record<string, unknown>[] = [];
+  for (const m of metrics) {
+    calls.push({ metrics: [m], ...range }, { metrics: [m], ...range, order_by: m });
+    for (const d of dims) calls.push({ metrics: [m], group_by: [d], ...range });
+    for (const a of model.attributes) calls.push({ metrics: [m], filters: { [a.name]: sample(a.name) }, ...range });
+  }
+  for (const [i, d1] of dims.entries()) {
+    for (const d2 of dims.slice(i + 1)) calls.push({ metrics: metrics.slice(0, 2), group_by: [d1, d2], ...range });
+  }
+  for (const a of model.attributes) {
+    for (const d of dims)
+      calls.push({ metrics: [metrics[0]], group_by: [d], filters: { [a.name]: sample(a.name) }, ...range });
+  }
+  for (const c of COMPARISONS) calls.push({ metrics: metrics.slice(0, 2), ...range, compare_to: c });
+  calls.push({ metrics: metrics.slice(0, MAX_METRICS), group_by: [dims[0]], period: 'last_week' });
+  return calls;
+}
+
+/** The catalog's section on the tool: every metric, dimension and filter, and a call per common question. */
+function guideOf(model: MetricsModel): string {
+  const out = ['### Metrics', '', '| metric | unit | meaning |', '| --- | --- | --- |'];
+  for (const m of model.metrics) {
+    const unit = m.unit === 'money' ? 'money, per currency' : m.unit === 'ratio' ? 'ratio' : 'count';
+    const ratio = m.ratio ? ` Computed as ${m.ratio[0]} / ${m.ratio[1]} over the same rows.` : '';
+    const people = m.people ? ' Counts people: groups of too few are hidden from every figure of the answer.' : '';
+    out.push(`| \`${m.name}\` | ${unit} | ${m.description}${ratio}${people} |`);
+  }
+  out.push(
+    '',
+    '### Dimensions (`group_by`, at most two, at most one time bucket)',
+    '',
+    `- Time buckets in the reporting time zone: ${TIME_GRAINS.map((g) => `\`${g}\``).join(', ')}. Rows are labelled by the bucket's first day (\`hour\`: its first instant, with the offset); a bucket the range covers in part says \`partial\` with \`first_day\` and \`last_day\`.`,
+    '- Cyclic: `hour_of_day` (0-23, local), `weekday` (Monday first).',
+  );
+  for (const a of model.attributes) {
+    const values = a.values ? ` Values: ${a.values.map((v) => `\`${v}\``).join(', ')}.` : '';
+    const scope = a.scope ? ' A caller scoped on it sees only its own values.' : '';
+    out.push(`- \`${a.name}\`: ${a.description}${values}${scope} Filter: \`"filters": {"${a.name}": [...]}\`.`);
+  }
+  out.push(
+    '',
+    'Rows come per currency when a money metric is asked for. `totals` holds the exact totals of every matching row (not of the listed rows); `limit` cuts the rows of each currency, not the totals.',
+  );
+  if ((model.questions ?? []).length > 0) {
+    out.push('', '### Example calls', '', '| question | arguments |', '| --- | --- |');
+    for (const q of model.questions!) out.push(`| ${q.question} | \`${JSON.stringify(q.arguments)}\` |`);
+  }
+  return out.join('\n');
+}
