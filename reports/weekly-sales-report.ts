@@ -85,7 +85,7 @@ export const weeklySalesReport = defineReport({
   title: 'Weekly sales report',
   description: [
     'One ISO week against the week before and a year earlier: net revenue, orders, average order value, cancellation and refund rates (changes in percentage points); revenue by day, region and category; the top 5 products per currency; and notable days, far from their weekday over the 8 weeks before.',
-    'Use it for "how did last week go?" or "the weekly report for week 48". A running week is compared on equal elapsed time.',
+    'Use it for "how did last week go?" or "the weekly report for week 48".',
   ].join(' '),
   input,
   examples: [{ week: 'last_week' }, { week: '2025-W24' }, { week: '2025-06-11' }],

@@ -68,7 +68,7 @@ export const dateRangeFields = {
   period: z
     .enum(PERIODS, { error: (iss) => `${quote(iss.input)} is not allowed; use one of ${PERIODS.join(', ')}` })
     .optional()
-    .describe('Instead of the dates, relative to today: weeks run Monday to Sunday, last_N_days end yesterday'),
+    .describe('Instead of the dates: weeks run Monday to Sunday, last_N_days end yesterday'),
 };
 
 export interface DateRangeInput {
