@@ -16,8 +16,10 @@ export function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<st
   return compact(json, io) as Record<string, unknown>;
 }
 
-/** Keywords under which a schema's values are themselves schemas, by name (properties, $defs) or in a list. */
+/** Keywords under which a schema's values are themselves schemas, by name. */
 const SCHEMA_MAPS = new Set(['properties', '$defs', 'definitions', 'patternProperties']);
+/** Keywords whose values are data, not schemas: copied as they are. */
+const VALUE_KEYWORDS = new Set(['enum', 'const', 'default', 'examples', 'required']);
 
 /**
  * The JSON schema zod emits, without what constrains nothing:
@@ -43,7 +45,8 @@ function compact(schema: unknown, io: 'input' | 'output'): unknown {
     if (key === 'propertyNames' && isOnlyStringType(value)) continue;
     if (key === 'additionalProperties' && value === false && io === 'output') continue;
     if (key === 'additionalProperties' && isEmptySchema(value)) continue;
-    out[key] = SCHEMA_MAPS.has(key) ? compactEach(value, io) : compact(value, io);
+    if (VALUE_KEYWORDS.has(key)) out[key] = value;
+    else out[key] = SCHEMA_MAPS.has(key) ? compactEach(value, io) : compact(value, io);
   }
   return mergeNullable(out);
 }
