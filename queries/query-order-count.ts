@@ -42,7 +42,7 @@ import { defineTemplate } from '../pack/kit.js';
 const input = z
   .strictObject({
     ...dateRangeFields,
-    status: orderStatus.optional().describe('Count only orders in this status; omit to count all and break them down'),
+    status: orderStatus.optional().describe('Only this status; omit for all, with by_status'),
     ...compareToField,
   })
   .superRefine(checkDateRange, DATE_RANGE_ALWAYS);
@@ -51,29 +51,24 @@ const byStatus = z.object({ pending: count, paid: count, shipped: count, cancell
 
 const output = z.object({
   ...rangeEcho,
-  status: z.enum(ORDER_STATUSES).nullable().describe('The status filter, or null when every status was counted'),
+  status: z.enum(ORDER_STATUSES).nullable(),
   order_count: count,
-  by_status: byStatus.optional().describe('Orders per status; present when no status filter was given'),
+  by_status: byStatus.optional(),
   comparison: comparisonEcho
     .extend({
-      order_count: count.describe('Orders in the comparison range (with the same status filter)'),
+      order_count: count,
       ...changeFields,
-      by_status: byStatus
-        .optional()
-        .describe('Orders per status in the comparison range; present when no status filter was given'),
+      by_status: byStatus.optional(),
     })
-    .optional()
-    .describe('Present when compare_to was given: the comparison range, its count, and the change'),
+    .optional(),
 });
 
 export const queryOrderCount = defineTemplate({
   name: 'query_order_count',
   title: 'Count orders',
   description: [
-    'Counts the orders placed between start_date and end_date (both inclusive, at most 90 days).',
-    'Use it for questions like "how many orders last week?" or "how many orders were refunded in March?".',
-    'Every status is counted, including cancelled and refunded orders; without a status filter the result also breaks the count down per status.',
-    'With compare_to (previous_period or previous_year) the result also gives the count of the comparison range and the change in percent: "how many orders last week compared with the week before?".',
+    'Counts the orders placed in a range, every status including cancelled and refunded ones, with by_status when no status is given.',
+    'Use it for "how many orders last week?" or "how many were refunded in March?"; compare_to adds an earlier range and the change.',
   ].join(' '),
   input,
   examples: [

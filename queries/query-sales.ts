@@ -83,64 +83,42 @@ const input = z
       .min(1)
       .max(100)
       .optional()
-      .describe(
-        'Only the sales to customers of this region (as query_sales by region names it); omit for every region',
-      ),
+      .describe('Only customers of this region, as group_by region names it'),
     ...compareToField,
   })
   .superRefine(checkDateRange, DATE_RANGE_ALWAYS);
 
 const row = z.object({
-  period: z
-    .string()
-    .optional()
-    .describe(
-      'First day of the day, ISO week (Monday) or month, YYYY-MM-DD, even when the range covers only part of it',
-    ),
+  period: z.string().optional(),
   ...bucketFields,
   region: z.string().optional(),
   category: z.string().optional(),
   currency,
-  order_count: count.describe('Net orders of the group in `currency`'),
-  revenue: money.describe('Net revenue of the group in `currency`, rounded to 2 decimals'),
-  avg_order_value: money
-    .nullable()
-    .describe(
-      'revenue / order_count, in `currency`, rounded to 2 decimals; null for a group listed with compare_to only because it sold in the comparison range',
-    ),
-  prior_revenue: money
-    .nullable()
-    .optional()
-    .describe(
-      'With compare_to, by region or category: the revenue of the same group and currency in the comparison range (0 when it had none; null when unknown, the comparison result being truncated). Every group that sold in either range is listed, one that sold nothing now with revenue 0',
-    ),
+  order_count: count,
+  revenue: money,
+  avg_order_value: money.nullable(),
+  prior_revenue: money.nullable().optional(),
   ...partial(changeFields),
 });
 
 const total = z.object({
   currency,
-  revenue: money.describe('Net revenue of the range in `currency`'),
-  prior_revenue: money.describe('Net revenue of the comparison range in `currency`'),
+  revenue: money,
+  prior_revenue: money,
   ...changeFields,
 });
 
 const output = z.object({
   ...rangeEcho,
   group_by: z.enum(GROUPINGS),
-  region: z.string().optional().describe('The region the sales were kept to, when one was asked for'),
+  region: z.string().optional(),
   ...rowsEnvelope(row),
   comparison: comparisonEcho
     .extend({
-      totals: z
-        .array(total)
-        .nullable()
-        .describe(
-          'Revenue of the whole range against the comparison range, currency by currency; null when either side had more rows than one result returns (see totals_note)',
-        ),
-      totals_note: z.string().optional().describe('Why totals is null'),
+      totals: z.array(total).nullable(),
+      totals_note: z.string().optional(),
     })
-    .optional()
-    .describe('Present when compare_to was given'),
+    .optional(),
 });
 
 type Row = z.infer<typeof row>;
@@ -196,13 +174,9 @@ export const querySales = defineTemplate({
   name: 'query_sales',
   title: 'Net sales by period, region or category',
   description: [
-    'Net sales between start_date and end_date (both inclusive, at most 90 days), grouped by day, week (ISO, starting Monday), month, customer region or product category.',
-    'Use it for revenue, order volume and average order value questions: "revenue by region this quarter", "daily sales last month", "which category sold most in March".',
-    'Net sales leave out cancelled and refunded orders. Revenue is the sum of quantity x unit price of the order items; by category, order_count is the number of orders holding at least one item of that category.',
-    'Periods are labelled by their first day, which may fall before start_date; only orders inside the range are counted, and a period the range covers only in part (cut by start_date, end_date, or the current minute while the range is running) says partial: true with the first_day and last_day it counts. Periods without sales are not listed.',
-    'region keeps to the customers of one region: "daily sales in Europe last month".',
-    'Money is never added across currencies: each row is one group in one currency (its currency field), so a range with orders in several currencies gives one row per group and currency. Periods come in time order, each with its currencies alphabetically; regions and categories come currency by currency, highest revenue first within each.',
-    'With compare_to (previous_period or previous_year) the result also gives each currency\'s revenue in the comparison range and the change in percent, and by region or category each row\'s prior revenue and change: "revenue by region last week against the same week last year".',
+    'Net revenue, orders and average order value by day, ISO week, month, customer region or product category: one row per group and currency, money never added across currencies.',
+    'Net sales leave out cancelled and refunded orders; by category, order_count counts the orders holding an item of it.',
+    'Use it for "revenue by region this month" or "daily sales in Europe last week" (region keeps to one region); compare_to adds an earlier range and the change.',
   ].join(' '),
   input,
   examples: [

@@ -56,8 +56,8 @@ const row = z.object({
   name: z.string(),
   category: z.string(),
   currency,
-  units: count.describe('Units sold in orders in `currency`'),
-  revenue: money.describe('Net revenue of the product in `currency`, rounded to 2 decimals'),
+  units: count,
+  revenue: money,
 });
 
 const output = z.object({
@@ -70,11 +70,9 @@ export const queryTopProducts = defineTemplate({
   name: 'query_top_products',
   title: 'Best-selling products',
   description: [
-    'Ranks products by net revenue or by units sold between start_date and end_date (both inclusive, at most 90 days), best first.',
-    'Use it for "top 10 products this month", "which products sold the most units last quarter".',
-    "Net sales leave out cancelled and refunded orders; a product's revenue is the sum of quantity x unit price of its order items.",
-    'Money is never added across currencies: each currency is ranked on its own, so a product sold in two currencies is a row in each (its currency field), with the units and revenue of its sales in that currency.',
-    'limit is the number of products per currency, 1..100 (default 10); rows come currency by currency (alphabetically), best first within each, at most 100 in all; metric is revenue (default) or units.',
+    'Ranks products by net revenue or units sold, best first, each currency on its own: limit counts per currency.',
+    'Net sales leave out cancelled and refunded orders.',
+    'Use it for "top 10 products this month" or "which products sold the most units last quarter".',
   ].join(' '),
   input,
   examples: [

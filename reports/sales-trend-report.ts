@@ -38,12 +38,10 @@ const input = z.strictObject({
     .min(2, { error: 'must be at least 2' })
     .max(MAX_TREND_WEEKS, { error: `must be at most ${MAX_TREND_WEEKS}` })
     .default(12)
-    .describe(`How many ISO weeks, 2..${MAX_TREND_WEEKS} (default 12)`),
+    .describe('How many ISO weeks'),
   through_week: weekArgument
     .optional()
-    .describe(
-      'The last week of the trend: an ISO week (2026-W48), a day inside it, or last_week (the default) / this_week',
-    ),
+    .describe('The last week: 2026-W48, a day in it, last_week (default) or this_week'),
 });
 
 /** The ranges, each of at most WEEKS_PER_QUERY whole weeks, that the trend is read in. */
@@ -79,9 +77,8 @@ export const salesTrendReport = defineReport({
   name: 'sales_trend_report',
   title: 'Weekly sales trend',
   description: [
-    `Net revenue, net orders and average order value for each of up to ${MAX_TREND_WEEKS} ISO weeks (Monday to Sunday), per currency, with each week's revenue change from the week before.`,
-    'Use it for "how have sales trended over the last quarter, week by week?" or "revenue per week this year".',
-    `weeks is how many (default 12); through_week the last one (default last_week). Longer trends take several queries: a client that cannot wait can run it as a job with submit_trend_report and poll get_report_job.`,
+    `Net revenue, orders and average order value per ISO week and currency, up to ${MAX_TREND_WEEKS} weeks, with each week's revenue change.`,
+    'Use it for "how have sales trended this quarter, week by week?". A client that cannot wait can run it as a job (submit_trend_report).',
   ].join(' '),
   input,
   examples: [{ weeks: 12 }, { weeks: 52, through_week: '2025-W26' }],

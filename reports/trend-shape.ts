@@ -9,28 +9,16 @@ import { count, currency, money } from '../src/lib/result-shape.js';
 import type { ReportAnswer } from '../src/reports.js';
 
 const weekRow = z.object({
-  week: z.string().describe('ISO week, e.g. 2026-W48'),
-  start_date: z.string().describe('Its Monday'),
+  week: z.string(),
+  start_date: z.string(),
   currency,
-  revenue: money.describe('Net revenue of the week in `currency` (0 when nothing sold)'),
-  order_count: count.describe('Net orders of the week in `currency`'),
-  avg_order_value: money.nullable().describe('revenue / order_count; null without orders'),
-  change_pct: z
-    .number()
-    .nullable()
-    .describe(
-      'Revenue change from the week before in percent; null for the first week, or when the week before had none. For a week still running, against the week before up to the same local time of the same weekday',
-    ),
+  revenue: money,
+  order_count: count,
+  avg_order_value: money.nullable(),
+  change_pct: z.number().nullable(),
   change_note: z.string().optional(),
-  partial: z
-    .boolean()
-    .describe('True for a week still running: its figures cover its Monday up to until, not the whole week'),
-  until: z
-    .string()
-    .optional()
-    .describe(
-      'With partial: the instant covered up to (not included; the current minute), ISO 8601 in the offset of time_zone',
-    ),
+  partial: z.boolean(),
+  until: z.string().optional(),
 });
 
 /** The report's answer, as its output schema and its renderers know it. */
@@ -41,12 +29,8 @@ export const trendOutput = z.object({
   start_date: z.string(),
   end_date: z.string(),
   time_zone: z.string(),
-  partial: z
-    .boolean()
-    .describe(
-      'True when the last week is still running: its row covers it up to until, and its change is against the week before up to the same local time',
-    ),
-  rows: z.array(weekRow).describe('One row per week and currency, weeks in time order, currencies alphabetically'),
+  partial: z.boolean(),
+  rows: z.array(weekRow),
 });
 export type TrendOutput = z.infer<typeof trendOutput>;
 /** The report as a call returns it. */

@@ -84,9 +84,8 @@ export const weeklySalesReport = defineReport({
   name: 'weekly_sales_report',
   title: 'Weekly sales report',
   description: [
-    'The weekly sales report for one ISO week (Monday to Sunday): net revenue, orders, average order value and cancellation and refund rates, each against the week before and the same week a year earlier; revenue by day against the same weekdays of the week before; the top 5 products of each currency with their rank the week before; revenue by region and by category with the change; and notable days, whose revenue is far from the same weekday of the 8 weeks before.',
-    'Use it for "how did last week go?" or "give me the weekly report for week 48". Give week as last_week or this_week for relative questions, or as an ISO week (2026-W48) or any day inside it.',
-    'A week still running is marked partial and covered up to the current minute (until); the other weeks are cut at the same local time of the same weekday, so every comparison is on equal elapsed time, and today is never judged a notable day. Money is never added across currencies: revenue figures come per currency.',
+    'One ISO week against the week before and a year earlier: net revenue, orders, average order value, cancellation and refund rates (changes in percentage points); revenue by day, region and category; the top 5 products per currency; and notable days, far from their weekday over the 8 weeks before.',
+    'Use it for "how did last week go?" or "the weekly report for week 48".',
   ].join(' '),
   input,
   examples: [{ week: 'last_week' }, { week: '2025-W24' }, { week: '2025-06-11' }],

@@ -81,9 +81,12 @@ export function servePrompt(template: AnyPrompt, pack: string): ServedPrompt {
       name: template.name,
       title: template.title,
       description: template.description,
+      // A prompt argument has no schema in MCP, so its allowed values are said in its description.
       arguments: properties.map(([name, property]) => ({
         name,
-        description: property.description as string,
+        description: Array.isArray(property.enum)
+          ? `${property.description as string}: one of ${property.enum.join(', ')}`
+          : (property.description as string),
         required: (schema.required ?? []).includes(name),
       })),
     },

@@ -155,7 +155,7 @@ export const ${exportName} = defineTemplate({
     'limit is 1..100 (default 20).',
   ].join(' '),
   input,
-  // Argument sets a model would send. The first two are shown in the description; the registry compiles
+  // Argument sets a model would send. The first is shown in the description; the registry compiles
   // every combination of enum and optional arguments, with the dates and numbers given here.
   examples: [{ start_date: '2025-03-01', end_date: '2025-03-31', limit: 20 }],
   output,

@@ -40,33 +40,34 @@ export const jobIdInput = z.strictObject({
     .describe('The job_id the submit tool answered with'),
 });
 
-const JOB_ERROR = z.object({
-  code: z.string().describe('A stable code: invalid_arguments, timeout, database_unavailable, abandoned, …'),
-  message: z.string().describe('What went wrong and what to do, safe to show'),
-});
+const JOB_ERROR = z.object({ code: z.string(), message: z.string() });
 
-/** The answer of every job tool: the job as it stands, with `result` shaped as the report's output. */
+/**
+ * The answer of every job tool: the job as it stands, with `result` shaped as the report's output.
+ * The listed schema (LISTED_JOB_RESULT) leaves the result's shape to the report's own tool, which
+ * lists it once; the server checks each answer against the report's output all the same.
+ */
 export function jobOutput(result: z.ZodType): z.ZodObject {
   return z.object({
-    job_id: z.string().describe('Give it to get_report_job or cancel_report_job'),
+    job_id: z.string(),
     tool: z.string().describe('The report the job runs'),
     state: z
       .enum(['pending', 'running', 'completed', 'failed', 'cancelled'])
-      .describe('pending or running: poll again after poll_interval_ms; the others are final'),
-    progress: z
-      .object({ done: z.number().int(), total: z.number().int(), message: z.string() })
-      .nullable()
-      .describe('Queries done of how many, once the report has run one'),
-    result: result.nullable().describe("When completed: the report's answer, as the report's own tool gives it"),
-    error: JOB_ERROR.nullable().describe('When failed: why'),
-    attempt: z.number().int().describe('Runs so far: more than 1 when a replica stopped and another took the job over'),
+      .describe('pending and running: poll again after poll_interval_ms'),
+    progress: z.object({ done: z.number().int(), total: z.number().int(), message: z.string() }).nullable(),
+    result: result.nullable(),
+    error: JOB_ERROR.nullable(),
+    attempt: z.number().int(),
     cancel_requested: z.boolean(),
     created_at: z.string(),
     updated_at: z.string(),
-    expires_at: z.string().describe('After it the job is deleted, and its id names no job'),
-    poll_interval_ms: z.number().int().describe('How long to wait before polling again'),
+    expires_at: z.string(),
+    poll_interval_ms: z.number().int(),
   });
 }
+
+/** What the job tools list as `result`: when completed, the answer of the report `tool` names. */
+export const LISTED_JOB_RESULT = z.record(z.string(), z.unknown()).describe("the answer of the report's tool");
 
 /** A job row as the job tools answer it. */
 export function jobView(job: JobRow, pollIntervalMs: number): Record<string, unknown> {

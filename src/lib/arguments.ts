@@ -4,14 +4,14 @@ import { quote } from './date-range.js';
 
 export const MAX_ROWS = 100;
 
-/** A closed set of strings; the error lists every allowed value. */
+/** A closed set of strings; the error lists every allowed value (the listed schema's enum already does). */
 export function oneOf<const T extends readonly [string, ...string[]]>(
   values: T,
   what: string,
 ): z.ZodEnum<{ [K in T[number]]: K }> {
   return z
     .enum(values, { error: (iss) => `${quote(iss.input)} is not allowed; use one of ${values.join(', ')}` })
-    .describe(`${what}: one of ${values.join(', ')}`);
+    .describe(what);
 }
 
 /** A whole number of rows between 1 and MAX_ROWS. */
@@ -22,5 +22,5 @@ export function rowLimit(fallback: number): z.ZodDefault<z.ZodNumber> {
     .max(MAX_ROWS, { error: `must be at most ${MAX_ROWS}`, abort: true })
     .int()
     .default(fallback)
-    .describe(`Maximum number of rows to return, 1..${MAX_ROWS} (default ${fallback})`);
+    .describe('Rows to return at most');
 }

@@ -16,7 +16,7 @@ export type Comparison = (typeof COMPARISONS)[number];
 export const compareToField = {
   compare_to: oneOf(
     COMPARISONS,
-    'Also compute the same figures for an earlier range, and the change: previous_period is the range of the same length just before; previous_year is the same dates a year earlier (52 weeks earlier when the range is whole ISO weeks, so weekdays line up). A range still running is compared on equal elapsed time: the earlier range is cut at the same local time of day (both say partial and until)',
+    'Adds an earlier range and the change: previous_period (as long, just before) or previous_year (52 weeks back for whole ISO weeks)',
   ).optional(),
 };
 
@@ -133,21 +133,16 @@ export function changeOf(current: number | null, prior: number | null): Change {
   return { change_pct: Math.round(((current - prior) / Math.abs(prior)) * 1000) / 10 };
 }
 
-/** The output fields of a change, with a description a model reads. */
+/** The output fields of a change: change_note is the reason change_pct is null, in words. */
 export const changeFields = {
-  change_pct: z
-    .number()
-    .nullable()
-    .describe(
-      'Change from the comparison range in percent ((current − prior) / prior × 100, one decimal); null when the prior value is 0 or missing, and change_note says why',
-    ),
-  change_note: z.string().optional().describe('Why change_pct is null'),
+  change_pct: z.number().nullable(),
+  change_note: z.string().optional(),
 };
 
 /** The comparison range a result echoes. */
 export const comparisonEcho = z.object({
   compare_to: z.enum(COMPARISONS),
-  start_date: z.string().describe('First day of the comparison range (YYYY-MM-DD)'),
-  end_date: z.string().describe('Last day of the comparison range (YYYY-MM-DD)'),
+  start_date: z.string(),
+  end_date: z.string(),
   ...cutFields,
 });

@@ -56,21 +56,19 @@ const calendarDay = (what: string): z.ZodString =>
       error: (iss) => `${quote(iss.input)} is not a real calendar day`,
       abort: true,
     })
-    .describe(`${what} (YYYY-MM-DD, inclusive, in the reporting time zone)`);
+    .describe(`${what}, inclusive`);
 
 /**
  * The date fields, spread into each tool's input object: two days, or a period the server resolves
  * at call time in the reporting time zone (src/lib/periods.ts), never both.
  */
 export const dateRangeFields = {
-  start_date: calendarDay('First day of the range').optional(),
-  end_date: calendarDay('Last day of the range').optional(),
+  start_date: calendarDay('First day').optional(),
+  end_date: calendarDay('Last day').optional(),
   period: z
     .enum(PERIODS, { error: (iss) => `${quote(iss.input)} is not allowed; use one of ${PERIODS.join(', ')}` })
     .optional()
-    .describe(
-      `A period relative to today in the reporting time zone, instead of start_date and end_date: one of ${PERIODS.join(', ')}. Weeks run Monday to Sunday; last_N_days are N whole days ending yesterday. Prefer it for relative questions ("last week", "this month so far").`,
-    ),
+    .describe('Instead of the dates: weeks run Monday to Sunday, last_N_days end yesterday'),
 };
 
 export interface DateRangeInput {

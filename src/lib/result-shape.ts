@@ -1,4 +1,8 @@
-/** Output schema pieces shared by the tools, so every result echoes its range and pages the same way. */
+/**
+ * Output schema pieces shared by the tools, so every result echoes its range and pages the same way.
+ * Their field names say what they hold; what they mean once (partial, until, a partial bucket) the
+ * server's instructions say, not every tool's listing (src/protocol/identity.ts).
+ */
 import { z } from 'zod';
 import { MAX_ROWS } from './arguments.js';
 import { periodEnd, resolveRange, type DateRangeInput, type DayBucket } from './date-range.js';
@@ -6,34 +10,19 @@ import { PERIODS, type Period } from './periods.js';
 import { dayStart, isoInZone, offsetAt } from './local-day.js';
 import { cutEcho, cutFields } from './running.js';
 
-export const money = z.number().describe('Amount in `currency`, rounded to 2 decimals');
+export const money = z.number().describe('in `currency`');
 /** The currency of a row's money figures: each figure sums one currency only, never several. */
-export const currency = z
-  .string()
-  .describe('ISO 4217 code of the currency every money figure in this row is in (USD, EUR, JPY, ...)');
+export const currency = z.string().describe('ISO 4217');
 export const count = z.number().int().nonnegative();
 
 /** The range a result covers, as resolved by the server. */
 export const rangeEcho = {
-  start_date: z.string().describe('First day covered (YYYY-MM-DD)'),
-  end_date: z.string().describe('Last day covered (YYYY-MM-DD)'),
-  time_zone: z.string().describe('Time zone in which the days were read'),
-  starts_at: z
-    .string()
-    .describe(
-      'First instant covered: the start of start_date in time_zone (its first 00:00, or the end of a skipped midnight), ISO 8601; in UTC when the offset has seconds',
-    ),
-  ends_before: z
-    .string()
-    .describe(
-      'The start of the day after end_date, as starts_at: the first instant no longer covered, unless partial, when the figures stop earlier, at until',
-    ),
-  period: z
-    .enum(PERIODS)
-    .nullable()
-    .describe(
-      'The period asked for, resolved to start_date and end_date when the call was made; null for explicit dates',
-    ),
+  start_date: z.string(),
+  end_date: z.string(),
+  time_zone: z.string(),
+  starts_at: z.string(),
+  ends_before: z.string(),
+  period: z.enum(PERIODS).nullable(),
   ...cutFields,
 };
 
@@ -43,8 +32,8 @@ export function rowsEnvelope<Row extends z.ZodType>(
 ): { rows: z.ZodArray<Row>; row_count: z.ZodNumber; truncated: z.ZodBoolean } {
   return {
     rows: z.array(row).max(MAX_ROWS),
-    row_count: count.describe('Number of rows returned'),
-    truncated: z.boolean().describe('True when more rows matched than were returned'),
+    row_count: count,
+    truncated: z.boolean(),
   };
 }
 
@@ -80,18 +69,10 @@ export function echoRange(args: DateRangeInput, timeZone: string): RangeEcho {
  * added up for the same period twice.
  */
 export const bucketFields = {
-  partial: z
-    .boolean()
-    .optional()
-    .describe(
-      'Present (true) only when the range covers part of this day, week or month: it counts first_day..last_day, up to until when cut inside last_day, not the whole period its label names',
-    ),
-  first_day: z.string().optional().describe('With partial: the first day counted (YYYY-MM-DD)'),
-  last_day: z.string().optional().describe('With partial: the last day counted (YYYY-MM-DD)'),
-  until: z
-    .string()
-    .optional()
-    .describe('With partial, when the range is cut inside last_day: the instant counted up to (not included)'),
+  partial: z.boolean().optional(),
+  first_day: z.string().optional(),
+  last_day: z.string().optional(),
+  until: z.string().optional(),
 };
 
 export interface BucketBounds {

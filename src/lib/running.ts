@@ -29,17 +29,8 @@ export function cutRunning<Args>(args: Args, timeZone: string, nowMs: number): A
 
 /** Whether a range covers only part of its days, and up to when: in every range and comparison echo. */
 export const cutFields = {
-  partial: z
-    .boolean()
-    .describe(
-      'True when the range had not ended when the call was made: the figures cover its start up to `until`, not its whole last day',
-    ),
-  until: z
-    .string()
-    .optional()
-    .describe(
-      'With partial: the instant the figures cover up to (not included), ISO 8601 in the offset of time_zone; the comparison range is cut at the same local time of day',
-    ),
+  partial: z.boolean(),
+  until: z.string().optional(),
 };
 
 /** What a result says about the end of what it covers: partial, and the instant it covers up to. */

@@ -8,6 +8,17 @@ export interface Identity {
   readonly instructions: string;
 }
 
+/**
+ * What the fields every answer may carry mean, said once here rather than in each tool's output
+ * schema, which gives their types only (src/registry/outputs.ts, src/lib/result-shape.ts).
+ */
+const ANSWER_FIELDS = [
+  'Answers echo the range they cover; partial: true means it had not ended, and the figures stop at until (a comparison is cut at the same local time).',
+  'A row of a day, week or month the range covers only in part says partial, with the first_day and last_day it counts.',
+  'change_note says why change_pct is null. data_as_of: every commit before it is counted. data_stale: read from a replica further behind than allowed.',
+  'data_scope: your access covers only these values, so totals are partial. suppressed_groups: groups left out for standing for too few people; figures_cover says whether every figure then leaves them out.',
+].join(' ');
+
 /** What a server serving these packs says about itself: its subjects in the title, each pack's instructions. */
 export function describeServer(packs: readonly { subject: string; instructions: string }[]): Identity {
   const subjects = packs.map((p) => p.subject);
@@ -18,6 +29,7 @@ export function describeServer(packs: readonly { subject: string; instructions: 
     instructions: [
       `querygate answers questions about ${listed} through fixed, read-only query tools; every result is capped, and personal data comes back desensitized.`,
       ...packs.map((p) => p.instructions),
+      ANSWER_FIELDS,
     ].join(' '),
   };
 }

@@ -16,6 +16,7 @@ import {
   jobIdInput,
   jobOutput,
   jobView,
+  LISTED_JOB_RESULT,
   SUBMIT_ANNOTATIONS,
 } from '../jobs/tools.js';
 import { admitted } from './call/admission.js';
@@ -42,6 +43,7 @@ export interface ServedJobs {
 export function serveJobs(reports: Iterable<ReportEntry>, taken: (name: string) => boolean): ServedJobs {
   const submitTools = new Map<string, ReportEntry>();
   const tools: Tool[] = [];
+  const jobSchema = jsonSchema(jobOutput(LISTED_JOB_RESULT), 'output') as Tool['outputSchema'];
   for (const entry of reports) {
     const { report } = entry;
     if (!report.job) continue;
@@ -54,9 +56,9 @@ export function serveJobs(reports: Iterable<ReportEntry>, taken: (name: string) 
     tools.push({
       name,
       title: `${report.title} (as a job)`,
-      description: `${report.title}, run in the background for a client that cannot wait for it: answers at once with a job_id; poll get_report_job with it until the state is completed (the result is what ${report.name} answers) or failed, or stop it with cancel_report_job. Takes the arguments of ${report.name}. Example input: ${JSON.stringify(report.examples[0])}.`,
+      description: `${report.name} as a job: answers at once with a job_id; poll get_report_job until completed (result is what ${report.name} answers) or failed. Example input: ${JSON.stringify(report.examples[0])}.`,
       inputSchema: jsonSchema(report.input, 'input') as Tool['inputSchema'],
-      outputSchema: jsonSchema(jobOutput(entry.output), 'output') as Tool['outputSchema'],
+      outputSchema: jobSchema,
       annotations: { title: `${report.title} (as a job)`, ...SUBMIT_ANNOTATIONS },
     });
   }
@@ -71,17 +73,17 @@ export function serveJobs(reports: Iterable<ReportEntry>, taken: (name: string) 
       {
         name: GET_JOB_TOOL,
         title: 'Report job',
-        description: `The state of a report job (${polled}): pending or running with progress, completed with the report's result, failed with the reason, or cancelled. Poll it every poll_interval_ms until the state is final. Example input: {"job_id": "…"}.`,
+        description: `A report job (${polled}) as it stands, with its result once completed. Poll it every poll_interval_ms until the state is final. Example input: {"job_id": "…"}.`,
         inputSchema: jsonSchema(jobIdInput, 'input') as Tool['inputSchema'],
-        outputSchema: jsonSchema(output, 'output') as Tool['outputSchema'],
+        outputSchema: jobSchema,
         annotations: { title: 'Report job', ...GET_ANNOTATIONS },
       },
       {
         name: CANCEL_JOB_TOOL,
         title: 'Cancel a report job',
-        description: `Stops a report job (${polled}) that is pending or running, cancelling its query on the database; answers with the job, which turns cancelled once its replica has stopped it. A finished job stays as it is. Example input: {"job_id": "…"}.`,
+        description: `Stops a pending or running report job (${polled}) and answers with it. Example input: {"job_id": "…"}.`,
         inputSchema: jsonSchema(jobIdInput, 'input') as Tool['inputSchema'],
-        outputSchema: jsonSchema(output, 'output') as Tool['outputSchema'],
+        outputSchema: jobSchema,
         annotations: { title: 'Cancel a report job', ...CANCEL_ANNOTATIONS },
       },
     );

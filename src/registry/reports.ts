@@ -56,10 +56,7 @@ export function serveReports(reports: readonly AnyReport[], templates: ReadonlyM
     tools.push({
       name: report.name,
       title: report.title,
-      description: `${report.description} Example input: ${report.examples
-        .slice(0, 2)
-        .map((e) => JSON.stringify(e))
-        .join(' or ')}.`,
+      description: `${report.description} Example input: ${JSON.stringify(report.examples[0])}.`,
       inputSchema,
       outputSchema: jsonSchema(output, 'output') as Tool['outputSchema'],
       annotations: { title: report.title, ...TOOL_ANNOTATIONS },

@@ -4,20 +4,98 @@ import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import type { AnyTemplate } from './types.js';
 
-/** A zod schema as the JSON schema `tools/list` gives; an input or output must be an object. */
+/**
+ * A zod schema as the JSON schema `tools/list` gives; an input or output must be an object. Every
+ * client reads these lists into a model's context on every session, so the generator's noise is left
+ * out where leaving it out accepts and refuses exactly the same values (see `compact`).
+ */
 export function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
   const json = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
   delete json.$schema;
   if (json.type !== 'object') throw new ConfigError(`${io} schema must be an object`);
-  return json;
+  return compact(json, io) as Record<string, unknown>;
 }
 
-/** The description a model reads: the template's text, its first two examples, and when to give a period. */
+/** Keywords under which a schema's values are themselves schemas, by name. */
+const SCHEMA_MAPS = new Set(['properties', '$defs', 'definitions', 'patternProperties']);
+/** Keywords whose values are data, not schemas: copied as they are. */
+const VALUE_KEYWORDS = new Set(['enum', 'const', 'default', 'examples', 'required']);
+
+/**
+ * The JSON schema zod emits, without what constrains nothing:
+ * - the safe-integer bounds zod puts on every integer (±2^53 − 1; an integer past them is not exact
+ *   in JSON read by JavaScript, and the server's own zod check keeps them);
+ * - `propertyNames: {type: "string"}` on records (every JSON key is a string), and
+ *   `additionalProperties: {}` (the empty schema, which every value passes);
+ * - `anyOf: [X, {type: "null"}]` of a nullable, written as X with "null" added to its type (and to
+ *   its enum or const): the same values pass, in a third of the bytes;
+ * - in an output, `additionalProperties: false`: an answer is parsed by its zod schema before it is
+ *   sent, which drops any key the schema does not name, so no answer can carry one.
+ */
+function compact(schema: unknown, io: 'input' | 'output'): unknown {
+  if (Array.isArray(schema)) return schema.map((s) => compact(s, io));
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (
+      (key === 'maximum' && value === Number.MAX_SAFE_INTEGER) ||
+      (key === 'minimum' && value === Number.MIN_SAFE_INTEGER)
+    )
+      continue;
+    if (key === 'propertyNames' && isOnlyStringType(value)) continue;
+    if (key === 'additionalProperties' && value === false && io === 'output') continue;
+    if (key === 'additionalProperties' && isEmptySchema(value)) continue;
+    if (VALUE_KEYWORDS.has(key)) out[key] = value;
+    else out[key] = SCHEMA_MAPS.has(key) ? compactEach(value, io) : compact(value, io);
+  }
+  return mergeNullable(out);
+}
+
+function compactEach(map: unknown, io: 'input' | 'output'): unknown {
+  if (typeof map !== 'object' || map === null) return map;
+  return Object.fromEntries(Object.entries(map).map(([name, s]) => [name, compact(s, io)]));
+}
+
+const isEmptySchema = (value: unknown): boolean =>
+  value === true ||
+  (typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 0);
+
+const isOnlyStringType = (value: unknown): boolean =>
+  typeof value === 'object' &&
+  value !== null &&
+  Object.keys(value).length === 1 &&
+  (value as { type?: unknown }).type === 'string';
+
+/** Keywords that would change meaning if a branch's keywords were lifted beside them. */
+const COMBINING = ['anyOf', 'oneOf', 'allOf', 'not', '$ref', 'type', 'enum', 'const'];
+
+/** `{anyOf: [X, {type: "null"}], ...rest}` as `{...X, ...rest, type: [X.type, "null"]}`, when X is one plain typed schema. */
+function mergeNullable(schema: Record<string, unknown>): Record<string, unknown> {
+  const { anyOf, ...rest } = schema;
+  if (!Array.isArray(anyOf) || anyOf.length !== 2) return schema;
+  const isNull = (s: unknown): boolean =>
+    typeof s === 'object' && s !== null && Object.keys(s).length === 1 && (s as { type?: unknown }).type === 'null';
+  const branch = (isNull(anyOf[1]) ? anyOf[0] : isNull(anyOf[0]) ? anyOf[1] : undefined) as
+    Record<string, unknown> | undefined;
+  if (branch === undefined || typeof branch.type !== 'string') return schema;
+  if (COMBINING.some((key) => key in rest) || ['anyOf', 'oneOf', 'allOf', 'not', '$ref'].some((key) => key in branch))
+    return schema;
+  if (Object.keys(branch).some((key) => key in rest)) return schema;
+  const { const: constant, ...plain } = branch;
+  const merged: Record<string, unknown> = { ...plain, ...rest, type: [branch.type, 'null'] };
+  if (constant !== undefined) merged.enum = [constant, null];
+  else if (Array.isArray(branch.enum)) merged.enum = [...(branch.enum as unknown[]), null];
+  return merged;
+}
+
+/**
+ * The description a model reads: the template's text, its first example, and when to give a period.
+ * The range's own rules (inclusive days, at most 90, the reporting time zone) the instructions say once.
+ */
 export function describe(template: AnyTemplate, inputSchema: Tool['inputSchema']): string {
-  const shown = template.examples.slice(0, 2).map((e) => JSON.stringify(e));
   const relative =
     inputSchema.properties && 'period' in inputSchema.properties
-      ? ' For a relative question ("last week", "this month so far") give period instead of the dates, e.g. {"period": "last_week"}: the server knows what day it is in the reporting time zone.'
+      ? ' For "last week" or "this month so far", give period instead of the dates: {"period":"last_week"}.'
       : '';
-  return `${template.description} Example input: ${shown.join(' or ')}.${relative}`;
+  return `${template.description} Example input: ${JSON.stringify(template.examples[0])}.${relative}`;
 }

@@ -126,7 +126,7 @@ export interface ToolContract<Args, Output extends Record<string, unknown>> {
   readonly description: string;
   readonly input: z.ZodType<Args>;
   /**
-   * Example arguments, as a model would send them. The first ones are shown in the description;
+   * Example arguments, as a model would send them. The first is shown in the description;
    * all must validate, and they give the start-up check its dates and numbers (see assertSelections).
    */
   readonly examples: readonly [Record<string, unknown>, ...Record<string, unknown>[]];

@@ -128,7 +128,7 @@ export function descriptionViolations(template: AnyTemplate, tool: Tool): Violat
       rule,
       template: template.name,
       message: `the listed description shows no valid example input (${shown ? shown[1] : 'none'})`,
-      fix: 'give `examples` argument sets a model would send; the registry appends the first two to the description',
+      fix: 'give `examples` argument sets a model would send; the registry appends the first to the description',
     });
   }
   return found;

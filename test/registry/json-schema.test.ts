@@ -1,0 +1,59 @@
+/**
+ * The listed JSON schemas leave out the generator's noise (src/registry/tools.ts) on the claim that
+ * the same values pass: held here against zod's own JSON schema, both compiled by ajv, over values
+ * on each side of every rule the compaction touches. Outputs drop `additionalProperties: false`,
+ * which does admit an unknown key; that is why only outputs drop it (their answers are parsed first).
+ */
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { jsonSchema } from '../../src/registry/tools.js';
+
+const shape = {
+  count: z.number().int().nonnegative(),
+  signed: z.number().int(),
+  status: z.enum(['paid', 'refunded']).nullable(),
+  flag: z.literal(true).optional(),
+  note: z.string().nullable(),
+  total: z.object({ currency: z.string(), amount: z.number() }).nullable(),
+  scope: z.record(z.string(), z.array(z.string())).optional(),
+};
+
+const values: unknown[] = [
+  { count: 0, signed: -3, status: 'paid', note: 'x', total: { currency: 'EUR', amount: 1 } },
+  { count: 2, signed: 0, status: null, note: null, total: null, flag: true, scope: { region: ['Europe'] } },
+  { count: -1, signed: 0, status: 'paid', note: null, total: null },
+  { count: 1.5, signed: 0, status: 'paid', note: null, total: null },
+  { count: 1, signed: 0, status: 'pending', note: null, total: null },
+  { count: 1, signed: 0, status: 'paid', note: 3, total: null },
+  { count: 1, signed: 0, status: 'paid', note: null, total: { currency: 'EUR' } },
+  { count: 1, signed: 0, status: 'paid', note: null, total: 'EUR' },
+  { count: 1, signed: 0, status: 'paid', note: null, total: null, flag: false },
+  { count: 1, signed: 0, status: 'paid', note: null, total: null, scope: { region: 'Europe' } },
+  { count: 1, signed: 0, note: null, total: null },
+  { count: 1, signed: 0, status: 'paid', note: null, total: null, extra: 1 },
+];
+
+const compile = (schema: unknown): ((value: unknown) => boolean) => {
+  const validate = new Ajv2020({ strict: false }).compile(schema as object);
+  return (value) => validate(value) as boolean;
+};
+
+describe('the listed JSON schema', () => {
+  for (const io of ['input', 'output'] as const) {
+    it(`accepts and refuses the values zod's own ${io} schema does, and is smaller`, () => {
+      const schema = io === 'input' ? z.strictObject(shape) : z.object(shape);
+      const own = z.toJSONSchema(schema, { io, unrepresentable: 'any' });
+      const listed = jsonSchema(schema, io);
+      const [before, after] = [compile(own), compile(listed)];
+      const outcomes = values.map((value) => [before(value), after(value)]);
+      // An output lists no additionalProperties: false, so the value with an unknown key is its one difference.
+      const differing = values.filter((_, i) => outcomes[i]![0] !== outcomes[i]![1]);
+      expect(differing).toEqual(io === 'input' ? [] : [values.at(-1)]);
+      expect(outcomes.filter(([b]) => b).length).toBeGreaterThanOrEqual(2);
+      expect(outcomes.filter(([b]) => !b).length).toBeGreaterThanOrEqual(8);
+      expect(JSON.stringify(listed).length).toBeLessThan(JSON.stringify(own).length * 0.75);
+      expect(JSON.stringify(listed)).not.toMatch(/anyOf|9007199254740991|propertyNames/);
+    });
+  }
+});
