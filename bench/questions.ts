@@ -491,6 +491,8 @@ async function main(): Promise<void> {
 
     const querygate = await connectCli('bench-questions', {
       DATABASE_URL: database.readerUrl,
+      // The job store too, so that tools/list holds the job tools as `querygate serve` lists them.
+      QUERYGATE_JOBS_URL: database.jobsUrl,
       QUERYGATE_TOKEN_KEY: database.tokenKey,
       QUERYGATE_RATE_LIMIT: '100000000',
       QUERYGATE_LOG_LEVEL: 'warn',
