@@ -2,8 +2,24 @@
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
 export const CLI = resolve('dist/src/cli.js');
+
+/** An SDK client named `name`, connected over stdio to the built CLI run with `env` (and PATH). */
+export async function connectCli(name: string, env: Record<string, string>): Promise<Client> {
+  const client = new Client({ name, version: '1.0.0' });
+  await client.connect(
+    new StdioClientTransport({
+      command: process.execPath,
+      args: [CLI],
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stderr: 'ignore',
+    }),
+  );
+  return client;
+}
 
 /** Calls from `concurrency` workers until `ms` have passed; returns how many completed. */
 export async function runFor(

@@ -11,8 +11,7 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import pg from 'pg';
 import { salesPack } from '../pack/index.js';
 import { seedDatabase } from '../pack/seed.js';
@@ -20,7 +19,7 @@ import { DEFAULT_READER_ROLE } from '../src/config.js';
 import { startEmbedded, type EmbeddedDatabase } from '../src/db/embedded.js';
 import { yesterdayUtc } from '../src/lib/date-range.js';
 import { createLogger } from '../src/logger.js';
-import { CLI } from './measure.js';
+import { connectCli } from './measure.js';
 
 const { values } = parseArgs({
   options: {
@@ -59,20 +58,11 @@ async function serve(orders: number): Promise<Served> {
   await admin.connect();
   await admin.query('checkpoint');
   await admin.end();
-  const client = new Client({ name: 'bench-reports', version: '1.0.0' });
-  await client.connect(
-    new StdioClientTransport({
-      command: process.execPath,
-      args: [CLI],
-      env: {
-        PATH: process.env.PATH ?? '',
-        DATABASE_URL: database.readerUrl,
-        QUERYGATE_RATE_LIMIT: '100000000',
-        QUERYGATE_STATEMENT_TIMEOUT_MS: '120000',
-      },
-      stderr: 'ignore',
-    }),
-  );
+  const client = await connectCli('bench-reports', {
+    DATABASE_URL: database.readerUrl,
+    QUERYGATE_RATE_LIMIT: '100000000',
+    QUERYGATE_STATEMENT_TIMEOUT_MS: '120000',
+  });
   return { orders, database, client, dir };
 }
 
