@@ -112,6 +112,7 @@ export const salesMetrics: MetricsModel = {
   sources: [
     {
       name: 'order_hours rollup',
+      rollup: true,
       rows: (db) => db.selectFrom('reporting.order_hours as h'),
       reads: ['reporting.order_hours'],
       time: 'h.hour',

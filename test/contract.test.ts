@@ -31,6 +31,7 @@ import {
   planViolations,
   returnsRows,
   rowCapViolations,
+  routingViolations,
   smallGroupViolations,
   sourcesOf,
   treatmentViolations,
@@ -136,6 +137,18 @@ describe.each(target.packs.map((pack) => [pack.name, pack] as const))('contract:
       listed(template);
       expectNone(plans.filter((p) => p.tool === template.name).flatMap(planViolations));
     });
+
+    const baseline = template.baseline;
+    if (baseline) {
+      it('contract: every routing answers as the base rows do (a rollup that disagrees fails)', async () => {
+        const base = await startHarness({ readerUrl: target.readerUrl(pack), templates: [baseline()] });
+        try {
+          expectNone(await routingViolations(call, (name, args) => base.call(name, args), template));
+        } finally {
+          await base.close();
+        }
+      });
+    }
 
     it('contract: results of its examples and widest calls validate against the listed outputSchema', async () => {
       const tool = listed(template);

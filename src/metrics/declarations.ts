@@ -73,6 +73,11 @@ export interface Measure {
 export interface MetricSource {
   /** For doctor and the catalog ("hourly rollup", "base rows"). */
   readonly name: string;
+  /**
+   * True for a rollup (a table the database keeps summed beside the base views): a routing, which
+   * must give the same answers as the base views it sums (the contract suite compares them).
+   */
+  readonly rollup?: boolean;
   /** The rows, with their joins and without a selection; every reference below is to their aliases. */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   readonly rows: (db: Kysely<any>) => SourceRows;

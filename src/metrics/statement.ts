@@ -246,7 +246,10 @@ export function metricsStatement(
           : sql`null::bigint`
         ).as('people_in_row'),
       );
-      out.push(sql`min(${eb.ref(source.time)})`.as('qg_first'));
+      // The first instant of the hour bucket (the same whichever source serves it), to list hours in time
+      // order even when clocks go back; null unless hours are asked for.
+      const hourStart = sql`${eb.ref(source.time)} - (${eb.ref(LOCAL)} - date_trunc('hour', ${eb.ref(LOCAL)}))`;
+      out.push((dims.includes('hour') ? sql`min(${hourStart})` : sql`null::timestamptz`).as('qg_first'));
       return out;
     })
     .groupBy((eb: SourceBuilder) => {

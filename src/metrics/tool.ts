@@ -307,6 +307,12 @@ export function metricsTemplate(
       : {}),
     checkedArguments: [...checkedArguments(model), ...(model.questions ?? []).map((q) => q.arguments)],
     query: (db, args, ctx) => metricsStatement(db, model, args, ctx),
+    ...(model.sources.some((s) => s.rollup)
+      ? {
+          baseline: () =>
+            metricsTemplate({ ...model, sources: model.sources.filter((s) => !s.rollup) }, personal, dimensions),
+        }
+      : {}),
     present,
     compare,
   };
@@ -331,7 +337,11 @@ function checkedArguments(model: MetricsModel): Record<string, unknown>[] {
     for (const a of model.attributes) calls.push({ metrics: [m], filters: { [a.name]: sample(a.name) }, ...range });
   }
   for (const [i, d1] of dims.entries()) {
-    for (const d2 of dims.slice(i + 1)) calls.push({ metrics: metrics.slice(0, 2), group_by: [d1, d2], ...range });
+    for (const d2 of dims.slice(i + 1)) {
+      // Two time buckets are refused by the input schema; every other pair is a call.
+      const grains = [d1, d2].filter((d) => (TIME_GRAINS as readonly string[]).includes(d));
+      if (grains.length < 2) calls.push({ metrics: metrics.slice(0, 2), group_by: [d1, d2], ...range });
+    }
   }
   for (const a of model.attributes) {
     for (const d of dims)

@@ -186,6 +186,12 @@ export interface QueryTemplate<Args, Output extends Record<string, unknown>, DB 
    * range, so each statement covers at most the range a call may span.
    */
   compare?(current: Output, prior: Output, comparison: ComparisonEcho): Output;
+  /**
+   * For a tool that routes calls to rollups (query_metrics): the same tool reading only its base rows.
+   * The contract suite holds every routed answer to the baseline's, so a rollup that disagrees with
+   * the rows it sums fails.
+   */
+  readonly baseline?: () => QueryTemplate<Args, Output, DB>;
 }
 
 /** The range a result is compared with, as compare() gets it and the result echoes it. */

@@ -6,7 +6,8 @@
  * caller who sees everything and one scoped to two regions, on a fixed clock.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import pg from 'pg';
+import { queryMetrics } from '../../queries/query-metrics.js';
+import { explainViolations, routingViolations, type Violation } from '../support/contract.js';
 import { startHarness, structured, textOf, type Harness } from '../support/harness.js';
 import { loadSalesData, type RawOrder, type SalesData } from '../support/sales-data.js';
 import { createScratchDatabase, type ScratchDatabase } from '../support/scratch.js';
@@ -405,4 +406,35 @@ describe('query_metrics refuses what it cannot answer, naming the field and the 
   });
 });
 
-void pg;
+describe('a routing whose rollup disagrees with the base rows fails the contract suite', () => {
+  it('finds one hour of sales.order_hours off by one order, and none once it is rebuilt', async () => {
+    const routed = harnesses.get('UTC unscoped')!;
+    const base = await startHarness({
+      readerUrl: scratch.readerUrl,
+      timeZone: 'UTC',
+      now: () => NOW,
+      templates: [queryMetrics.baseline!()],
+    });
+    const check = (): Promise<Violation[]> =>
+      routingViolations(
+        (name, args) => routed.call(name, args),
+        (name, args) => base.call(name, args),
+        queryMetrics,
+      );
+    try {
+      expect(explainViolations(await check())).toBe('');
+      await scratch.admin.query(
+        `update sales.order_hours set order_count = order_count + 1
+          where hour = (select min(hour) from sales.order_hours where hour >= '2025-03-05' and status = 'paid') and status = 'paid'`,
+      );
+      const found = await check();
+      expect(found.length).toBeGreaterThan(0);
+      expect(found[0]!.message).toMatch(/but its base rows give/);
+      await scratch.admin.query('select sales.order_hours_rebuild()');
+      expect(explainViolations(await check())).toBe('');
+    } finally {
+      await scratch.admin.query('select sales.order_hours_rebuild()');
+      await base.close();
+    }
+  }, 120_000);
+});

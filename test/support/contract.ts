@@ -724,3 +724,54 @@ export async function smallGroupViolations(
 export function textOf(result: CallToolResult): string {
   return result.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
 }
+
+// ---------------------------------------------------------------------------------------------------
+// Routings agree with the base rows.
+
+/** An answer without what differs between two calls of the same data: when it was read. */
+function figuresOf(result: CallToolResult): unknown {
+  const { data_as_of: _asOf, ...rest } = (result.structuredContent ?? {}) as Record<string, unknown>;
+  return rest;
+}
+
+/**
+ * For a template that routes calls to rollups (it gives a `baseline`): every call the checks compile,
+ * answered by the template and by its baseline, which reads the base rows only, must be the same
+ * answer. A rollup whose measures or triggers drift from the rows it sums fails here.
+ */
+export async function routingViolations(call: Call, base: Call, template: AnyTemplate): Promise<Violation[]> {
+  const rule = 'routing';
+  const found: Violation[] = [];
+  let compared = 0;
+  for (const args of checkedCombinations(template)) {
+    const [routed, rows] = [await call(template.name, args), await base(template.name, args)];
+    const call_ = JSON.stringify(args);
+    if (routed.isError || rows.isError) {
+      found.push({
+        rule,
+        template: template.name,
+        message: `${call_} failed: ${textOf(routed.isError ? routed : rows)}`,
+        fix: 'every checked call must succeed over the test data',
+      });
+      continue;
+    }
+    compared++;
+    if (JSON.stringify(figuresOf(routed)) !== JSON.stringify(figuresOf(rows))) {
+      found.push({
+        rule,
+        template: template.name,
+        message: `${call_} answers ${JSON.stringify(figuresOf(routed)).slice(0, 300)} but its base rows give ${JSON.stringify(figuresOf(rows)).slice(0, 300)}`,
+        fix: "make the rollup's measures sum what the base rows do, and rebuild it (its triggers must keep it exact)",
+      });
+    }
+  }
+  if (compared === 0) {
+    found.push({
+      rule,
+      template: template.name,
+      message: 'no checked call could be compared',
+      fix: 'give the template checked calls that succeed',
+    });
+  }
+  return found;
+}
