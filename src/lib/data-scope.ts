@@ -42,20 +42,27 @@ export function appliesScope(dimensions: readonly string[] | undefined, scope: D
 
 /**
  * The arguments that would reach outside the scope: an argument named after a dimension the caller is
- * scoped on filters on it, so its value (or each of its values) must be one the caller may see.
+ * scoped on filters on it, and so does the entry of that name in a `filters` object (the shape the
+ * row lists and query_metrics take), so its value (or each of its values) must be one the caller may see.
  */
 export function outsideScope(args: unknown, scope: DataScope | undefined): ArgumentIssue[] {
   if (scope === undefined || typeof args !== 'object' || args === null) return [];
+  const { filters } = args as Record<string, unknown>;
   const issues: ArgumentIssue[] = [];
   for (const [dimension, allowed] of Object.entries(scope)) {
-    const given = (args as Record<string, unknown>)[dimension];
-    if (given === undefined || given === null) continue;
-    const values = Array.isArray(given) ? given : [given];
-    if (values.every((value) => typeof value === 'string' && allowed.includes(value))) continue;
-    issues.push({
-      field: dimension,
-      rule: `outside your data scope (${allowed.join(', ')}); give one of those or leave ${dimension} out`,
-    });
+    const places: [string, unknown][] = [[dimension, (args as Record<string, unknown>)[dimension]]];
+    if (typeof filters === 'object' && filters !== null) {
+      places.push([`filters.${dimension}`, (filters as Record<string, unknown>)[dimension]]);
+    }
+    for (const [field, given] of places) {
+      if (given === undefined || given === null) continue;
+      const values = Array.isArray(given) ? given : [given];
+      if (values.every((value) => typeof value === 'string' && allowed.includes(value))) continue;
+      issues.push({
+        field,
+        rule: `outside your data scope (${allowed.join(', ')}); give one of those or leave ${field} out`,
+      });
+    }
   }
   return issues;
 }
