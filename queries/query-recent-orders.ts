@@ -23,16 +23,16 @@
  * as their last 4 digits. The last condition holds a caller scoped to regions to their customers'
  * orders; a region filter applies with it, and one naming a region outside the scope is refused.
  */
-import type { ExpressionBuilder } from 'kysely';
 import { z } from 'zod';
 import { ordersInRange, regionsOf } from '../pack/range-sql.js';
 import { ORDER_STATUSES, orderStatus } from '../pack/statuses.js';
-import { oneOf, rowLimit } from '../src/lib/arguments.js';
+import { rowLimit } from '../src/lib/arguments.js';
 import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
+import { namedFields, unnamedColumn, withoutUnnamed } from '../src/lib/named-fields.js';
 import { currency, echoRange, money, rangeEcho, rowsEnvelope } from '../src/lib/result-shape.js';
 import { defineTemplate } from '../pack/kit.js';
 
-/** The customer fields a caller may ask for, and the row key each comes under. */
+/** The customer fields a caller may name (src/lib/named-fields.ts), and the row key each comes under. */
 const CUSTOMER_FIELDS = {
   initials: 'customer_initials',
   email: 'customer_email',
@@ -83,14 +83,7 @@ const input = z
     ...dateRangeFields,
     status: orderStatus.optional().describe('Only orders in this status; omit for every status'),
     filters,
-    customer_fields: z
-      .array(oneOf(FIELD_NAMES, 'Customer field'))
-      .min(1, { error: 'name at least one field, or leave it out for none' })
-      .max(FIELD_NAMES.length)
-      .optional()
-      .describe(
-        'Masked customer fields to add to each row (none by default); ref is a stable customer token, to count or follow customers',
-      ),
+    customer_fields: namedFields(FIELD_NAMES, 'customer'),
     limit: rowLimit(20),
   })
   .superRefine(checkDateRange, DATE_RANGE_ALWAYS);
@@ -177,14 +170,14 @@ export const queryRecentOrders = defineTemplate({
       )
       .orderBy('o.ordered_at', 'desc')
       .orderBy('o.id', 'desc');
-    // Only the fields asked for are read; the others are a NULL under their name (see the head comment).
-    const unasked = <DB, TB extends keyof DB>(eb: ExpressionBuilder<DB, TB>, field: CustomerField) =>
-      eb.lit(null).as(CUSTOMER_FIELDS[field]);
+    // Only the fields asked for are read; the others are a NULL under their name (src/lib/named-fields.ts).
     if (!FIELD_NAMES.some((field) => field !== 'ref' && asked.has(field))) {
       return orders.select((eb) => [
         ...ORDER_COLUMNS,
         ...FIELD_NAMES.map((field) =>
-          field === 'ref' && asked.has(field) ? eb.ref('o.customer_id').as('customer_ref') : unasked(eb, field),
+          field === 'ref' && asked.has(field)
+            ? eb.ref('o.customer_id').as('customer_ref')
+            : unnamedColumn(eb, CUSTOMER_FIELDS[field]),
         ),
       ]);
     }
@@ -193,24 +186,17 @@ export const queryRecentOrders = defineTemplate({
       .select((eb) => [
         ...ORDER_COLUMNS,
         ...FIELD_NAMES.map((field) =>
-          asked.has(field) ? eb.ref(SOURCE_OF[field]).as(CUSTOMER_FIELDS[field]) : unasked(eb, field),
+          asked.has(field)
+            ? eb.ref(SOURCE_OF[field]).as(CUSTOMER_FIELDS[field])
+            : unnamedColumn(eb, CUSTOMER_FIELDS[field]),
         ),
       ]);
   },
-  present: (rows, page, args, ctx) => {
-    const left = (Object.keys(CUSTOMER_FIELDS) as CustomerField[])
-      .filter((field) => !args.customer_fields?.includes(field))
-      .map((field) => CUSTOMER_FIELDS[field]);
-    return {
-      ...echoRange(args, ctx.timeZone),
-      status: args.status ?? null,
-      rows: rows.map((r) => {
-        const out = { ...r };
-        for (const key of left) delete out[key];
-        return out as z.infer<typeof row>;
-      }),
-      row_count: rows.length,
-      truncated: page.truncated,
-    };
-  },
+  present: (rows, page, args, ctx) => ({
+    ...echoRange(args, ctx.timeZone),
+    status: args.status ?? null,
+    rows: withoutUnnamed<CustomerField, z.infer<typeof row>>(rows, CUSTOMER_FIELDS, args.customer_fields),
+    row_count: rows.length,
+    truncated: page.truncated,
+  }),
 });
