@@ -47,6 +47,16 @@ const SOURCE_OF = {
   phone_last4: 'r.phone_last4',
   ref: 't.requester_id',
 } as const satisfies Record<RequesterField, string>;
+const TICKET_COLUMNS = [
+  't.id as ticket_ref',
+  't.created_at',
+  't.priority',
+  't.status',
+  'tm.name as team',
+  'a.name_initials as agent_initials',
+  't.first_response_at',
+  't.resolved_at',
+] as const;
 
 const input = z
   .strictObject({
@@ -127,16 +137,6 @@ export const queryRecentTickets = defineTemplate({
       .$if(args.priority !== undefined, (qb) => qb.where('t.priority', '=', args.priority!))
       .orderBy('t.created_at', 'desc')
       .orderBy('t.id', 'desc');
-    const TICKET_COLUMNS = [
-      't.id as ticket_ref',
-      't.created_at',
-      't.priority',
-      't.status',
-      'tm.name as team',
-      'a.name_initials as agent_initials',
-      't.first_response_at',
-      't.resolved_at',
-    ] as const;
     // Only the fields asked for are read; the others are a NULL under their name (src/lib/named-fields.ts).
     if (!FIELD_NAMES.some((field) => field !== 'ref' && asked.has(field))) {
       return tickets.select((eb) => [
