@@ -26,7 +26,7 @@
 import { z } from 'zod';
 import { ordersInRange, regionsOf } from '../pack/range-sql.js';
 import { ORDER_STATUSES, orderStatus } from '../pack/statuses.js';
-import { rowLimit } from '../src/lib/arguments.js';
+import { filterValues, label, rowLimit } from '../src/lib/arguments.js';
 import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
 import { namedFields, unnamedColumn, withoutUnnamed } from '../src/lib/named-fields.js';
 import { currency, echoRange, money, rangeEcho, rowsEnvelope } from '../src/lib/result-shape.js';
@@ -52,26 +52,12 @@ const SOURCE_OF = {
 } as const satisfies Record<CustomerField, string>;
 const ORDER_COLUMNS = ['o.id as order_ref', 'o.ordered_at', 'o.status', 'o.currency', 'o.total_amount'] as const;
 
-/** A list of labels read from the data (region or category names): each bound, never spliced. */
-const labels = (what: string): z.ZodOptional<z.ZodArray<z.ZodString>> =>
-  z
-    .array(z.string().min(1).max(100))
-    .min(1, { error: 'give at least one value, or leave it out' })
-    .max(20)
-    .optional()
-    .describe(what);
-
 const filters = z
   .strictObject(
     {
-      region: labels('Customer regions, as query_sales by region names them'),
-      category: labels('Product categories: orders holding an item of one of them'),
-      status: z
-        .array(orderStatus)
-        .min(1, { error: 'give at least one value, or leave it out' })
-        .max(ORDER_STATUSES.length)
-        .optional()
-        .describe('Order statuses'),
+      region: filterValues(label, 20, 'Customer regions, as query_sales by region names them'),
+      category: filterValues(label, 20, 'Product categories: orders holding an item of one of them'),
+      status: filterValues(orderStatus, ORDER_STATUSES.length, 'Order statuses'),
     },
     { error: 'is not a known filter; the filters are region, category and status' },
   )
