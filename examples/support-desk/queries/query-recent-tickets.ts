@@ -16,6 +16,7 @@
  *   inner join "support_reporting"."requesters" as "r" on "r"."id" = "t"."requester_id"  -- only when a field of it is asked
  *   where "t"."created_at" >= cast($1 as timestamptz) and "t"."created_at" < cast($2 as timestamptz)
  *     [and "t"."status" = $3] [and "t"."priority" = $4]
+ *     [and "tm"."name" in ($t1, ..)] [and "t"."priority" in ($p1, ..)] [and "t"."status" in ($s1, ..)]
  *   order by "t"."created_at" desc, "t"."id" desc limit $n
  * A requester field not named in requester_fields is never read: its column is a NULL under its name
  * (the registry holds every statement to the declared columns), and present() leaves it out. Ids leave
@@ -23,7 +24,7 @@
  * already holds them masked, and the server masks them again on the way out.
  */
 import { z } from 'zod';
-import { rowLimit } from '../../../src/lib/arguments.js';
+import { filterValues, label, rowLimit } from '../../../src/lib/arguments.js';
 import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../../../src/lib/date-range.js';
 import { namedFields, unnamedColumn, withoutUnnamed } from '../../../src/lib/named-fields.js';
 import { echoRange, rangeEcho, rowsEnvelope } from '../../../src/lib/result-shape.js';
@@ -58,11 +59,26 @@ const TICKET_COLUMNS = [
   't.resolved_at',
 ] as const;
 
+const filters = z
+  .strictObject(
+    {
+      team: filterValues(label, 20, 'Team names, as query_ticket_volume by team names them'),
+      priority: filterValues(priority, PRIORITIES.length, 'Ticket priorities'),
+      status: filterValues(ticketStatus, TICKET_STATUSES.length, 'Ticket statuses'),
+    },
+    { error: 'is not a known filter; the filters are team, priority and status' },
+  )
+  .optional()
+  .describe(
+    'Keeps the tickets matching every filter given, e.g. {"team": ["Billing"], "priority": ["urgent", "high"]}',
+  );
+
 const input = z
   .strictObject({
     ...dateRangeFields,
     status: ticketStatus.optional().describe('Only tickets in this status; omit for every status'),
     priority: priority.optional().describe('Only tickets of this priority; omit for every priority'),
+    filters,
     requester_fields: namedFields(FIELD_NAMES, 'requester'),
     limit: rowLimit(20),
   })
@@ -96,6 +112,7 @@ export const queryRecentTickets = defineTemplate({
   description: [
     'Lists the support tickets opened most recently between start_date and end_date (both inclusive, at most 90 days), newest first, optionally only one status (open, pending, solved, closed) or priority.',
     'Use it to look at individual tickets: "show the last 20 open urgent tickets", "latest tickets for Billing this week".',
+    'filters keep tickets of some teams, priorities or statuses, e.g. {"team": ["Billing"]}; status and priority keep one each.',
     'Rows carry no requester data unless requester_fields names it (initials, email, phone_last4, ref), masked; ref is a stable requester token that links the same requester across calls, so ask for it only to count or follow requesters. ticket_ref is an opaque token. limit is 1..100 (default 20).',
   ].join(' '),
   input,
@@ -105,6 +122,7 @@ export const queryRecentTickets = defineTemplate({
       start_date: '2025-06-24',
       end_date: '2025-06-30',
       priority: 'urgent',
+      filters: { team: ['Billing'], priority: ['urgent', 'high'], status: ['open', 'pending'] },
       requester_fields: ['initials', 'email', 'phone_last4', 'ref'],
     },
   ],
@@ -130,11 +148,15 @@ export const queryRecentTickets = defineTemplate({
   rowLimit: (args) => args.limit,
   query: (db, args, ctx) => {
     const asked = new Set(args.requester_fields);
+    const { team, priority, status } = args.filters ?? {};
     const tickets = ticketsCreatedInRange(db, resolveRange(args), ctx.timeZone)
       .innerJoin('support_reporting.teams as tm', 'tm.id', 't.team_id')
       .leftJoin('support_reporting.agents as a', 'a.id', 't.agent_id')
       .$if(args.status !== undefined, (qb) => qb.where('t.status', '=', args.status!))
       .$if(args.priority !== undefined, (qb) => qb.where('t.priority', '=', args.priority!))
+      .$if(team !== undefined, (qb) => qb.where('tm.name', 'in', team!))
+      .$if(priority !== undefined, (qb) => qb.where('t.priority', 'in', priority!))
+      .$if(status !== undefined, (qb) => qb.where('t.status', 'in', status!))
       .orderBy('t.created_at', 'desc')
       .orderBy('t.id', 'desc');
     // Only the fields asked for are read; the others are a NULL under their name (src/lib/named-fields.ts).

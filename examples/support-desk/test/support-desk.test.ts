@@ -494,6 +494,23 @@ describe('query_recent_tickets', () => {
     }
   });
 
+  it('filters by lists of teams, priorities and statuses, each value bound', async () => {
+    const filters = { team: ['Billing', 'Technical'], priority: ['normal', 'low'], status: ['closed', 'pending'] };
+    const out = structured<{ rows: TicketRow[] }>(
+      await harnesses.UTC.call('query_recent_tickets', { ...LAST_WEEKS, filters, limit: 40 }),
+    );
+    const { rows } = await admin.query<{ created_at: Date; team: string }>(
+      `select t.created_at, tm.name as team from support.tickets t join support.teams tm on tm.id = t.team_id
+        where t.created_at >= '2025-06-01 00:00+00' and t.created_at < '2025-07-01 00:00+00'
+          and tm.name = any($1) and t.priority = any($2) and t.status = any($3)
+        order by t.created_at desc, t.id desc limit 40`,
+      [filters.team, filters.priority, filters.status],
+    );
+    expect(rows.length).toBeGreaterThan(10);
+    expect(out.rows.map((r) => [r.created_at, r.team])).toEqual(rows.map((r) => [r.created_at.toISOString(), r.team]));
+    expect(new Set(out.rows.map((r) => r.team))).toEqual(new Set(filters.team));
+  });
+
   it('filters by status and priority', async () => {
     const out = structured<{ rows: TicketRow[]; status: string; priority: string }>(
       await harnesses.UTC.call('query_recent_tickets', { ...LAST_WEEKS, status: 'pending', priority: 'low' }),
@@ -526,6 +543,16 @@ describe('rejected calls name the field and the rule', () => {
       /"team": is not a known argument; the arguments are start_date, end_date, period, priority/,
     ],
     ['query_recent_tickets', { ...RANGE, limit: 101 }, /limit.*at most 100/],
+    [
+      'query_recent_tickets',
+      { ...RANGE, filters: { priority: ['critical'] } },
+      /filters\.priority\.0: "critical" is not allowed; use one of low, normal, high, urgent/,
+    ],
+    [
+      'query_recent_tickets',
+      { ...RANGE, filters: { agent: ['A.B.'] } },
+      /filters\.agent: is not a known filter; the filters are team, priority and status/,
+    ],
     [
       'query_recent_tickets',
       { ...RANGE, requester_fields: ['name'] },
