@@ -205,6 +205,17 @@ describe('filters', () => {
     expect(sql).not.toContain('Europe');
   });
 
+  it('a value that looks like SQL is a value: no region is called that, so no order is listed', async () => {
+    const region = "Europe' or '1'='1";
+    const out = structured<Answer>(
+      await everyone.call('query_recent_orders', { ...RANGE, filters: { region: [region] } }),
+    );
+    expect(out).toMatchObject({ rows: [], row_count: 0, truncated: false });
+    const { sql, parameters } = lastStatement(everyone);
+    expect(parameters).toContain(region);
+    expect(sql).not.toContain("'1'");
+  });
+
   it('category: only orders holding an item of the category', async () => {
     const { rows } = await admin.query<{ category: string }>(
       'select category from sales.products group by category order by count(*), category limit 1',
