@@ -1,33 +1,75 @@
 /**
- * Which orders were placed most recently in a date range, and by whom (desensitized)?
+ * Which orders were placed most recently in a date range, optionally of some regions, categories or
+ * statuses, and (only when asked) for which customer, desensitized?
  *
- * Example input: { "start_date": "2025-03-01", "end_date": "2025-03-31", "status": "pending", "limit": 20 }
+ * Example input: { "start_date": "2025-03-01", "end_date": "2025-03-31", "filters": { "region": ["Europe"] },
+ *                  "limit": 10, "customer_fields": ["initials"] }
  *
  * SQL:
  *   select "o"."id" as "order_ref", "o"."ordered_at", "o"."status", "o"."currency", "o"."total_amount",
- *          "o"."customer_id" as "customer_ref", "c"."name_initials" as "customer_initials",
- *          "c"."email_masked" as "customer_email", "c"."phone_last4" as "customer_phone_last4",
- *          "c"."region" as "customer_region"
+ *          "c"."name_initials" as "customer_initials", null as "customer_email", null as "customer_phone_last4",
+ *          null as "customer_region", null as "customer_ref"
  *   from "reporting"."orders" as "o"
- *   inner join "reporting"."customers" as "c" on "c"."id" = "o"."customer_id"
- *   where <ordered_at in range> [and "o"."status" = $s]
- *     [and "o"."customer_id" in (select "rc"."id" from "reporting"."customers" as "rc" where "rc"."region" in ($r1, ..))]
+ *   inner join "reporting"."customers" as "c" on "c"."id" = "o"."customer_id"   -- only when a field of it is asked
+ *   where <ordered_at in range> [and "o"."status" = $s] [and "o"."status" in ($s1, ..)]
+ *     [and "o"."customer_id" in (select "fc"."id" from "reporting"."customers" as "fc" where "fc"."region" in ($r1, ..))]
+ *     [and exists (select 1 from "reporting"."order_items" as "fi" inner join "reporting"."products" as "fp"
+ *                  on "fp"."id" = "fi"."product_id" where "fi"."order_id" = "o"."id" and "fp"."category" in ($c1, ..))]
+ *     [and "o"."customer_id" in (select "rc"."id" from "reporting"."customers" as "rc" where "rc"."region" in ($d1, ..))]
  *   order by "o"."ordered_at" desc, "o"."id" desc limit $n
- * Ids leave as keyed-hash tokens, names as initials, emails as j***@domain, phones as last 4 digits.
- * The last condition holds a caller scoped to regions to their customers' orders.
+ * A customer field not named in customer_fields is never read: its column is a NULL under its name
+ * (the registry holds every statement to the declared columns), and present() leaves it out. Those
+ * asked for leave masked: ids as keyed-hash tokens, names as initials, emails as j***@domain, phones
+ * as their last 4 digits. The last condition holds a caller scoped to regions to their customers'
+ * orders; a region filter applies with it, and one naming a region outside the scope is refused.
  */
 import { z } from 'zod';
 import { ordersInRange, regionsOf } from '../pack/range-sql.js';
 import { ORDER_STATUSES, orderStatus } from '../pack/statuses.js';
-import { rowLimit } from '../src/lib/arguments.js';
+import { filterValues, label, rowLimit } from '../src/lib/arguments.js';
 import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../src/lib/date-range.js';
+import { namedFields, unnamedColumn, withoutUnnamed } from '../src/lib/named-fields.js';
 import { currency, echoRange, money, rangeEcho, rowsEnvelope } from '../src/lib/result-shape.js';
 import { defineTemplate } from '../pack/kit.js';
+
+/** The customer fields a caller may name (src/lib/named-fields.ts), and the row key each comes under. */
+const CUSTOMER_FIELDS = {
+  initials: 'customer_initials',
+  email: 'customer_email',
+  phone_last4: 'customer_phone_last4',
+  region: 'customer_region',
+  ref: 'customer_ref',
+} as const;
+type CustomerField = keyof typeof CUSTOMER_FIELDS;
+const FIELD_NAMES = Object.keys(CUSTOMER_FIELDS) as [CustomerField, ...CustomerField[]];
+/** Where each customer field is read, the customers joined as `c`. */
+const SOURCE_OF = {
+  initials: 'c.name_initials',
+  email: 'c.email_masked',
+  phone_last4: 'c.phone_last4',
+  region: 'c.region',
+  ref: 'o.customer_id',
+} as const satisfies Record<CustomerField, string>;
+const ORDER_COLUMNS = ['o.id as order_ref', 'o.ordered_at', 'o.status', 'o.currency', 'o.total_amount'] as const;
+
+const filters = z
+  .strictObject(
+    {
+      region: filterValues(label, 20, 'Customer regions, as query_sales by region names them'),
+      category: filterValues(label, 20, 'Product categories: orders holding an item of one of them'),
+      status: filterValues(orderStatus, ORDER_STATUSES.length, 'Order statuses'),
+    },
+    { error: 'is not a known filter; the filters are region, category and status' },
+  )
+  .optional()
+  .describe('Keeps the orders matching every filter given, e.g. {"region": ["Europe"]}');
 
 const input = z
   .strictObject({
     ...dateRangeFields,
     status: orderStatus.optional().describe('Only orders in this status; omit for every status'),
+    filters,
+    customer_fields: namedFields(FIELD_NAMES, 'customer'),
     limit: rowLimit(20),
   })
   .superRefine(checkDateRange, DATE_RANGE_ALWAYS);
@@ -38,11 +80,11 @@ const row = z.object({
   status: z.enum(ORDER_STATUSES),
   currency,
   total_amount: money,
-  customer_ref: z.string().describe('Opaque, stable reference of the customer'),
-  customer_initials: z.string(),
-  customer_email: z.string().describe('Masked: first letter and domain only'),
-  customer_phone_last4: z.string().describe('Last four digits of the phone number'),
-  customer_region: z.string(),
+  customer_ref: z.string().optional().describe('The same token for the same customer in every call and tool'),
+  customer_initials: z.string().optional(),
+  customer_email: z.string().optional().describe('First letter and domain only'),
+  customer_phone_last4: z.string().optional(),
+  customer_region: z.string().optional(),
 });
 
 const output = z.object({
@@ -55,15 +97,22 @@ export const queryRecentOrders = defineTemplate({
   name: 'query_recent_orders',
   title: 'Most recent orders',
   description: [
-    'Lists the most recent orders placed between start_date and end_date (both inclusive, at most 90 days), newest first, optionally only one status.',
-    'Use it to look at individual orders: "show the last 20 pending orders", "latest refunds this week".',
-    'Customer data is desensitized: initials, a masked email, the last 4 phone digits and the region; order and customer references are opaque tokens, stable across calls.',
+    'Lists the most recent orders placed between start_date and end_date (both inclusive, at most 90 days), newest first.',
+    'Use it to look at individual orders: "the last 20 pending orders", "the 10 latest orders from Europe", "latest refunds this week".',
+    'filters keep orders of some regions, product categories or statuses, e.g. {"region": ["Europe"]}; status keeps one status.',
+    'Rows carry no customer data unless customer_fields names it (initials, email, phone_last4, region, ref), masked; ref is a stable customer token that links the same customer across calls, so ask for it only to count or follow customers.',
     'limit is 1..100 (default 20).',
   ].join(' '),
   input,
   examples: [
     { start_date: '2025-03-01', end_date: '2025-03-31', status: 'pending', limit: 20 },
-    { start_date: '2025-03-24', end_date: '2025-03-30' },
+    {
+      start_date: '2025-03-24',
+      end_date: '2025-03-30',
+      filters: { region: ['Europe'], category: ['Books'], status: ['paid', 'shipped'] },
+      customer_fields: ['initials', 'email', 'phone_last4', 'region', 'ref'],
+      limit: 10,
+    },
   ],
   output,
   dataScope: ['region'],
@@ -80,28 +129,59 @@ export const queryRecentOrders = defineTemplate({
     customer_region: { type: 'text', source: 'reporting.customers.region', treatment: 'plain' },
   },
   rowLimit: (args) => args.limit,
-  query: (db, args, ctx) =>
-    ordersInRange(db, resolveRange(args), ctx.timeZone, regionsOf(ctx))
-      .innerJoin('reporting.customers as c', 'c.id', 'o.customer_id')
+  query: (db, args, ctx) => {
+    const asked = new Set(args.customer_fields);
+    const { region, category, status } = args.filters ?? {};
+    const orders = ordersInRange(db, resolveRange(args), ctx.timeZone, regionsOf(ctx))
       .$if(args.status !== undefined, (qb) => qb.where('o.status', '=', args.status!))
-      .select([
-        'o.id as order_ref',
-        'o.ordered_at',
-        'o.status',
-        'o.currency',
-        'o.total_amount',
-        'o.customer_id as customer_ref',
-        'c.name_initials as customer_initials',
-        'c.email_masked as customer_email',
-        'c.phone_last4 as customer_phone_last4',
-        'c.region as customer_region',
-      ])
+      .$if(status !== undefined, (qb) => qb.where('o.status', 'in', status!))
+      .$if(region !== undefined, (qb) =>
+        qb.where(
+          'o.customer_id',
+          'in',
+          db.selectFrom('reporting.customers as fc').select('fc.id').where('fc.region', 'in', region!),
+        ),
+      )
+      .$if(category !== undefined, (qb) =>
+        qb.where((eb) =>
+          eb.exists(
+            eb
+              .selectFrom('reporting.order_items as fi')
+              .innerJoin('reporting.products as fp', 'fp.id', 'fi.product_id')
+              .select(eb.lit(1).as('one'))
+              .whereRef('fi.order_id', '=', 'o.id')
+              .where('fp.category', 'in', category!),
+          ),
+        ),
+      )
       .orderBy('o.ordered_at', 'desc')
-      .orderBy('o.id', 'desc'),
+      .orderBy('o.id', 'desc');
+    // Only the fields asked for are read; the others are a NULL under their name (src/lib/named-fields.ts).
+    if (!FIELD_NAMES.some((field) => field !== 'ref' && asked.has(field))) {
+      return orders.select((eb) => [
+        ...ORDER_COLUMNS,
+        ...FIELD_NAMES.map((field) =>
+          field === 'ref' && asked.has(field)
+            ? eb.ref('o.customer_id').as('customer_ref')
+            : unnamedColumn(eb, CUSTOMER_FIELDS[field]),
+        ),
+      ]);
+    }
+    return orders
+      .innerJoin('reporting.customers as c', 'c.id', 'o.customer_id')
+      .select((eb) => [
+        ...ORDER_COLUMNS,
+        ...FIELD_NAMES.map((field) =>
+          asked.has(field)
+            ? eb.ref(SOURCE_OF[field]).as(CUSTOMER_FIELDS[field])
+            : unnamedColumn(eb, CUSTOMER_FIELDS[field]),
+        ),
+      ]);
+  },
   present: (rows, page, args, ctx) => ({
     ...echoRange(args, ctx.timeZone),
     status: args.status ?? null,
-    rows: rows as z.infer<typeof row>[],
+    rows: withoutUnnamed<CustomerField, z.infer<typeof row>>(rows, CUSTOMER_FIELDS, args.customer_fields),
     row_count: rows.length,
     truncated: page.truncated,
   }),

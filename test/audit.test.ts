@@ -71,7 +71,10 @@ beforeAll(async () => {
     results.query_order_count = await call('query_order_count', RANGE);
     results.query_sales = await call('query_sales', { ...RANGE, group_by: 'region' });
     results.query_top_products = await call('query_top_products', RANGE);
-    results.query_recent_orders = await call('query_recent_orders', RANGE);
+    results.query_recent_orders = await call('query_recent_orders', {
+      ...RANGE,
+      customer_fields: ['initials', 'email', 'phone_last4', 'region', 'ref'],
+    });
     results.rejected = await call('query_order_count', { start_date: '2025-02-30', end_date: '2025-03-05' });
     unknownToolError = await call('query_no_such_tool', RANGE).then(
       () => undefined,
@@ -157,7 +160,7 @@ describe('the audit log file', () => {
         ),
       },
       {
-        arguments: { ...RANGE, limit: 20 },
+        arguments: { ...RANGE, customer_fields: ['initials', 'email', 'phone_last4', 'region', 'ref'], limit: 20 },
         rows: await count(`select least(20, count(*))::int as n from sales.orders o where ${IN_RANGE}`),
       },
     ];

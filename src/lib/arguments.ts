@@ -24,3 +24,16 @@ export function rowLimit(fallback: number): z.ZodDefault<z.ZodNumber> {
     .default(fallback)
     .describe('Rows to return at most');
 }
+
+/** A label read from the data (a region's or a team's name), as a filter takes it: bound, never spliced. */
+export const label = z.string().min(1).max(100);
+
+/** A filter's values (`filters: { region: [...] }`): one or more, at most `max`, each as `value` checks it. */
+export function filterValues<T extends z.ZodType>(value: T, max: number, what: string): z.ZodOptional<z.ZodArray<T>> {
+  return z
+    .array(value)
+    .min(1, { error: 'give at least one value, or leave it out' })
+    .max(max)
+    .optional()
+    .describe(what);
+}

@@ -42,16 +42,15 @@ export function appliesScope(dimensions: readonly string[] | undefined, scope: D
 
 /**
  * The arguments that would reach outside the scope: an argument named after a dimension the caller is
- * scoped on filters on it, as does a key of `filters` so named, so its value (or each of its values)
- * must be one the caller may see.
+ * scoped on filters on it, and so does the entry of that name in a `filters` object (the shape the
+ * row lists and query_metrics take), so its value (or each of its values) must be one the caller may see.
  */
 export function outsideScope(args: unknown, scope: DataScope | undefined): ArgumentIssue[] {
   if (scope === undefined || typeof args !== 'object' || args === null) return [];
+  const { filters } = args as Record<string, unknown>;
   const issues: ArgumentIssue[] = [];
-  const filters = (args as Record<string, unknown>).filters;
   for (const [dimension, allowed] of Object.entries(scope)) {
     const places: [string, unknown][] = [[dimension, (args as Record<string, unknown>)[dimension]]];
-    // A declared filter (query_metrics' `filters: { region: [...] }`) filters on the dimension too.
     if (typeof filters === 'object' && filters !== null) {
       places.push([`filters.${dimension}`, (filters as Record<string, unknown>)[dimension]]);
     }

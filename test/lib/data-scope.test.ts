@@ -360,6 +360,7 @@ describe.each(ZONES)('every sales template, for a scoped caller, equals the raw 
       const result = await call<{ rows: Record<string, unknown>[] }>(caller, zone, 'query_recent_orders', {
         ...JUNE,
         limit: 30,
+        customer_fields: ['region'],
         ...(status ? { status } : {}),
       });
       const expected = ordersBetween(mine, JUNE.start_date, JUNE.end_date, zone)

@@ -63,7 +63,14 @@ describe('every tool output', () => {
     const range = { start_date: '2025-04-02', end_date: '2025-06-30' };
     for (const status of [undefined, 'pending', 'paid', 'shipped', 'cancelled', 'refunded']) {
       outputs.push(
-        textOf(await harness.call('query_recent_orders', { ...range, limit: 100, ...(status ? { status } : {}) })),
+        textOf(
+          await harness.call('query_recent_orders', {
+            ...range,
+            limit: 100,
+            customer_fields: ['initials', 'email', 'phone_last4', 'region', 'ref'],
+            ...(status ? { status } : {}),
+          }),
+        ),
       );
     }
     for (const group_by of ['day', 'week', 'month', 'region', 'category']) {
@@ -88,6 +95,7 @@ describe('every tool output', () => {
       start_date: '2025-06-01',
       end_date: '2025-06-30',
       limit: 100,
+      customer_fields: ['initials', 'email', 'phone_last4', 'region', 'ref'],
     });
     const rows = (result.structuredContent as { rows: Record<string, unknown>[] }).rows;
     const { rows: ids } = await admin.query<{ id: string; customer_id: string }>(

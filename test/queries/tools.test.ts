@@ -283,9 +283,14 @@ describe('query_recent_orders', () => {
     customer_region: string;
   }
 
-  it('lists the newest orders first with desensitized customers', async () => {
+  it('lists the newest orders first, with desensitized customers when asked for', async () => {
     const out = structured<{ rows: OrderRow[]; row_count: number; truncated: boolean }>(
-      await harness.call('query_recent_orders', { start_date: Q_START, end_date: Q_END, limit: 15 }),
+      await harness.call('query_recent_orders', {
+        start_date: Q_START,
+        end_date: Q_END,
+        limit: 15,
+        customer_fields: ['initials', 'email', 'phone_last4', 'region', 'ref'],
+      }),
     );
     const expected = ordersBetween(data, Q_START, Q_END)
       .sort((a, b) => b.orderedAt.getTime() - a.orderedAt.getTime() || b.id - a.id)

@@ -381,10 +381,10 @@ interface TicketRow {
   agent_initials: string | null;
   first_response_at: string | null;
   resolved_at: string | null;
-  requester_ref: string;
-  requester_initials: string;
-  requester_email: string;
-  requester_phone_last4: string;
+  requester_ref?: string;
+  requester_initials?: string;
+  requester_email?: string;
+  requester_phone_last4?: string;
 }
 
 describe('query_recent_tickets', () => {
@@ -409,10 +409,25 @@ describe('query_recent_tickets', () => {
       .map((part) => `${part[0]!.toUpperCase()}.`)
       .join('');
   const iso = (at: unknown): string | null => (at instanceof Date ? at.toISOString() : null);
+  /** A ticket's own fields, as every row carries them. */
+  const ticketFields = (raw: Record<string, unknown>): Record<string, unknown> => ({
+    ticket_ref: expect.stringMatching(/^tic_[A-Za-z0-9_-]{16}$/),
+    created_at: iso(raw.created_at),
+    priority: raw.priority,
+    status: raw.status,
+    team: raw.team,
+    agent_initials: raw.agent === null ? null : initials(raw.agent as string),
+    first_response_at: iso(raw.first_response_at),
+    resolved_at: iso(raw.resolved_at),
+  });
 
   it.each(ZONES)('lists the newest tickets of the range in %s, the requester desensitized', async (zone) => {
     const out = structured<{ rows: TicketRow[]; row_count: number; truncated: boolean }>(
-      await harnesses[zone].call('query_recent_tickets', { ...LAST_WEEKS, limit: 30 }),
+      await harnesses[zone].call('query_recent_tickets', {
+        ...LAST_WEEKS,
+        limit: 30,
+        requester_fields: ['initials', 'email', 'phone_last4', 'ref'],
+      }),
     );
     const expected = await newest(zone, 31);
     expect(expected).toHaveLength(31); // more than the limit: the answer is truncated
@@ -420,14 +435,7 @@ describe('query_recent_tickets', () => {
     out.rows.forEach((row, i) => {
       const raw = expected[i]!;
       expect(row).toEqual({
-        ticket_ref: expect.stringMatching(/^tic_[A-Za-z0-9_-]{16}$/),
-        created_at: iso(raw.created_at),
-        priority: raw.priority,
-        status: raw.status,
-        team: raw.team,
-        agent_initials: raw.agent === null ? null : initials(raw.agent as string),
-        first_response_at: iso(raw.first_response_at),
-        resolved_at: iso(raw.resolved_at),
+        ...ticketFields(raw),
         requester_ref: expect.stringMatching(/^req_[A-Za-z0-9_-]{16}$/),
         requester_initials: initials(raw.name as string),
         requester_email: `${(raw.email as string)[0]}***@${(raw.email as string).split('@')[1]}`,
@@ -436,13 +444,17 @@ describe('query_recent_tickets', () => {
     });
     // The same requester is always the same reference, and two requesters never share one.
     const refs = new Map<string, string>();
-    out.rows.forEach((row, i) => refs.set(String(expected[i]!.requester_id), row.requester_ref));
+    out.rows.forEach((row, i) => refs.set(String(expected[i]!.requester_id), row.requester_ref!));
     expect(new Set(refs.values()).size).toBe(refs.size);
     out.rows.forEach((row, i) => expect(row.requester_ref).toBe(refs.get(String(expected[i]!.requester_id))));
   });
 
   it('never returns a requester raw: no name, email or phone appears anywhere in the answer', async () => {
-    const result = await harnesses.UTC.call('query_recent_tickets', { ...LAST_WEEKS, limit: 100 });
+    const result = await harnesses.UTC.call('query_recent_tickets', {
+      ...LAST_WEEKS,
+      limit: 100,
+      requester_fields: ['initials', 'email', 'phone_last4', 'ref'],
+    });
     const text = JSON.stringify(result);
     const raw = await newest('UTC', 100);
     expect(raw.length).toBeGreaterThan(50);
@@ -452,6 +464,51 @@ describe('query_recent_tickets', () => {
       }
     }
     expect(textOf(result)).toContain('***@');
+  });
+
+  it('carries no requester field unless named, and then only the one named', async () => {
+    const statements: string[] = [];
+    const harness = harnesses.UTC;
+    const execute = harness.reader.execute.bind(harness.reader);
+    harness.reader.execute = (query, signal) => (statements.push(query.sql), execute(query, signal));
+    try {
+      const expected = await newest('UTC', 10);
+      const plain = structured<{ rows: TicketRow[] }>(
+        await harness.call('query_recent_tickets', { ...LAST_WEEKS, limit: 10 }),
+      );
+      expect(plain.rows).toEqual(expected.map(ticketFields));
+      expect(statements.at(-1)).not.toMatch(/"requesters"|"requester_id"|"email_masked"|"phone_last4"/);
+      const one = structured<{ rows: TicketRow[] }>(
+        await harness.call('query_recent_tickets', { ...LAST_WEEKS, limit: 10, requester_fields: ['email'] }),
+      );
+      expect(one.rows).toEqual(
+        expected.map((raw) => ({
+          ...ticketFields(raw),
+          requester_email: `${(raw.email as string)[0]}***@${(raw.email as string).split('@')[1]}`,
+        })),
+      );
+      expect(statements.at(-1)).toMatch(/"r"\."email_masked"/);
+      expect(statements.at(-1)).not.toMatch(/"r"\."name_initials"|"r"\."phone_last4"|"requester_id" as/);
+    } finally {
+      harness.reader.execute = execute;
+    }
+  });
+
+  it('filters by lists of teams, priorities and statuses, each value bound', async () => {
+    const filters = { team: ['Billing', 'Technical'], priority: ['normal', 'low'], status: ['closed', 'pending'] };
+    const out = structured<{ rows: TicketRow[] }>(
+      await harnesses.UTC.call('query_recent_tickets', { ...LAST_WEEKS, filters, limit: 40 }),
+    );
+    const { rows } = await admin.query<{ created_at: Date; team: string }>(
+      `select t.created_at, tm.name as team from support.tickets t join support.teams tm on tm.id = t.team_id
+        where t.created_at >= '2025-06-01 00:00+00' and t.created_at < '2025-07-01 00:00+00'
+          and tm.name = any($1) and t.priority = any($2) and t.status = any($3)
+        order by t.created_at desc, t.id desc limit 40`,
+      [filters.team, filters.priority, filters.status],
+    );
+    expect(rows.length).toBeGreaterThan(10);
+    expect(out.rows.map((r) => [r.created_at, r.team])).toEqual(rows.map((r) => [r.created_at.toISOString(), r.team]));
+    expect(new Set(out.rows.map((r) => r.team))).toEqual(new Set(filters.team));
   });
 
   it('filters by status and priority', async () => {
@@ -486,6 +543,21 @@ describe('rejected calls name the field and the rule', () => {
       /"team": is not a known argument; the arguments are start_date, end_date, period, priority/,
     ],
     ['query_recent_tickets', { ...RANGE, limit: 101 }, /limit.*at most 100/],
+    [
+      'query_recent_tickets',
+      { ...RANGE, filters: { priority: ['critical'] } },
+      /filters\.priority\.0: "critical" is not allowed; use one of low, normal, high, urgent/,
+    ],
+    [
+      'query_recent_tickets',
+      { ...RANGE, filters: { agent: ['A.B.'] } },
+      /filters\.agent: is not a known filter; the filters are team, priority and status/,
+    ],
+    [
+      'query_recent_tickets',
+      { ...RANGE, requester_fields: ['name'] },
+      /requester_fields\.0: "name" is not allowed; use one of initials, email, phone_last4, ref/,
+    ],
     [
       'query_recent_tickets',
       { ...RANGE, status: 'resolved' },

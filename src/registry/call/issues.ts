@@ -10,6 +10,12 @@ export const OUTSIDE_DATA_SCOPE = 'outside_data_scope';
 export function describeIssues(error: z.ZodError, rawArgs: unknown, knownArgs: readonly string[]): ArgumentIssue[] {
   return error.issues.map((issue): ArgumentIssue => {
     const field = issue.path.length > 0 ? issue.path.join('.') : 'arguments';
+    if (issue.code === 'unrecognized_keys' && issue.path.length > 0) {
+      // A key unknown inside an argument (a filter, say): named by its path, with the rule its schema gives.
+      const shown = issue.keys.slice(0, 5).map((k) => [...issue.path, k].join('.'));
+      if (issue.keys.length > 5) shown.push(`and ${issue.keys.length - 5} more`);
+      return { field: shown.join(', '), rule: issue.message };
+    }
     if (issue.code === 'unrecognized_keys') {
       // At most five names: a call with thousands of unknown keys must not get them all echoed back.
       const shown = issue.keys.slice(0, 5).map((k) => quote(k));
@@ -25,7 +31,10 @@ export function describeIssues(error: z.ZodError, rawArgs: unknown, knownArgs: r
     if (value === undefined && issue.code !== 'custom') return { field, rule: 'is required' };
     if (issue.code === 'invalid_type') {
       if (issue.expected === 'int') return { field, rule: `must be a whole number, got ${quote(value)}` };
-      return { field, rule: `must be a ${issue.expected}, got ${typeName(value)}` };
+      return {
+        field,
+        rule: `must be ${/^[aeiou]/.test(issue.expected) ? 'an' : 'a'} ${issue.expected}, got ${typeName(value)}`,
+      };
     }
     return { field, rule: issue.message };
   });
