@@ -7,8 +7,10 @@ import { migrations } from '../migrations/index.js';
 import { templates } from '../queries/index.js';
 import { reports } from '../reports/index.js';
 import { weeklyReportResource } from '../reports/resources.js';
+import { metricsPrompt } from '../src/metrics/prompt.js';
 import { definePack } from '../src/pack.js';
 import { METRICS, VIEWS } from './docs.js';
+import { salesMetrics } from './metrics.js';
 import { prompts } from './prompts.js';
 import { DATA_SCOPE, NOT_PERSONAL_COLUMNS, PERSONAL_COLUMNS } from './schema.js';
 import { DEFAULT_SEED_ORDERS, seedDatabase } from './seed.js';
@@ -51,7 +53,7 @@ export const salesPack = definePack({
   maxPlanCost: 250_000,
   metrics: METRICS,
   views: VIEWS,
-  prompts,
+  prompts: [...prompts, metricsPrompt(salesMetrics)],
   resourceTemplates: [weeklyReportResource],
 });
 

@@ -75,6 +75,7 @@ beforeAll(async () => {
       ...RANGE,
       customer_fields: ['initials', 'email', 'phone_last4', 'region', 'ref'],
     });
+    results.query_metrics = await call('query_metrics', { ...RANGE, metrics: ['revenue'], group_by: ['region'] });
     results.rejected = await call('query_order_count', { start_date: '2025-02-30', end_date: '2025-03-05' });
     unknownToolError = await call('query_no_such_tool', RANGE).then(
       () => undefined,

@@ -280,14 +280,15 @@ export function metricsTemplate(
     name: METRICS_TOOL,
     title: `Metrics of ${model.subject}`,
     description: [
-      `Any declared metric of ${model.subject}, in one call: totals, or grouped by up to two dimensions (time buckets, hour_of_day, weekday, ${model.attributes.map((a) => a.name).join(', ')}), filtered, ranked and compared.`,
+      `Metrics of ${model.subject} in one call: totals, or grouped by up to two dimensions, filtered, ranked and compared.`,
       `Use it for ${
         (model.questions ?? [])
-          .slice(0, 4)
+          .slice(0, 2)
           .map((q) => JSON.stringify(q.question))
-          .join(', ') || 'totals and breakdowns of the metrics below'
+          .join(' or ') || 'totals and breakdowns'
       }.`,
-      'Totals are exact, computed by the database over every matching row (never from the listed rows). Money comes per currency, never added across two. A bucket the range covers in part says partial with first_day/last_day. Metrics and example calls: querygate://catalog.',
+      'totals are exact over every matching row, never summed from the rows listed; money is per currency; a bucket the range covers in part says partial.',
+      'Metrics, dimensions and example calls: querygate://catalog.',
     ].join(' '),
     input: input as unknown as z.ZodType<MetricsArgs>,
     examples,
@@ -319,37 +320,54 @@ export function metricsTemplate(
 }
 
 /**
- * The calls the start-up checks compile instead of every combination (see statement.ts): each metric
- * alone and with each dimension; each pair of dimensions; each filter with each metric and each
- * dimension; each comparison; each ordering.
+ * The calls the start-up checks compile instead of every combination (see statement.ts). A fragment's
+ * SQL depends on the source that serves the call, never on the fragments beside it, and the source is
+ * chosen by the metrics, the attributes read (grouped, filtered, scoped) and the zone (the checks run
+ * each call in a whole-hour and a half-hour zone, unscoped and scoped). So:
+ * - each metric alone, ordered by itself, with each attribute as a group and as a filter, and with
+ *   one time bucket and one cyclic dimension: every metric on every source that can serve it;
+ * - each dimension with the first metric: every key fragment;
+ * - each pair of dimensions that holds an attribute, or a time and a cyclic one: every grouping-set
+ *   composition and every source the pair picks;
+ * - each filter with each attribute grouped and with a time bucket, each comparison, a period, and
+ *   every metric at once.
  */
 function checkedArguments(model: MetricsModel): Record<string, unknown>[] {
   const range = { start_date: '2025-03-01', end_date: '2025-03-31' };
   const metrics = model.metrics.map((m) => m.name);
-  const dims = [...TIME_GRAINS, ...CYCLIC_TIMES, ...model.attributes.map((a) => a.name)];
+  const attributes = model.attributes.map((a) => a.name);
+  const times = [...TIME_GRAINS, ...CYCLIC_TIMES] as string[];
+  const dims = [...times, ...attributes];
+  const isGrain = (d: string): boolean => (TIME_GRAINS as readonly string[]).includes(d);
   const sample = (name: string): string[] => [
     model.attributes.find((a) => a.name === name)!.values?.[0] ?? 'check-value',
   ];
   const calls: Record<string, unknown>[] = [];
   for (const m of metrics) {
     calls.push({ metrics: [m], ...range }, { metrics: [m], ...range, order_by: m });
-    for (const d of dims) calls.push({ metrics: [m], group_by: [d], ...range });
-    for (const a of model.attributes) calls.push({ metrics: [m], filters: { [a.name]: sample(a.name) }, ...range });
+    for (const d of [TIME_GRAINS[0], CYCLIC_TIMES[0], ...attributes])
+      calls.push({ metrics: [m], group_by: [d], ...range });
+    for (const a of attributes) calls.push({ metrics: [m], filters: { [a]: sample(a) }, ...range });
   }
+  for (const d of dims) calls.push({ metrics: [metrics[0]], group_by: [d], ...range });
   for (const [i, d1] of dims.entries()) {
     for (const d2 of dims.slice(i + 1)) {
-      // Two time buckets are refused by the input schema; every other pair is a call.
-      const grains = [d1, d2].filter((d) => (TIME_GRAINS as readonly string[]).includes(d));
-      if (grains.length < 2) calls.push({ metrics: metrics.slice(0, 2), group_by: [d1, d2], ...range });
+      const both = [d1, d2];
+      const attribute = both.some((d) => attributes.includes(d));
+      const timeAndCycle = both.some(isGrain) && both.some((d) => !isGrain(d));
+      // Two time buckets are refused by the input schema.
+      if (attribute || timeAndCycle) calls.push({ metrics: metrics.slice(0, 2), group_by: both, ...range });
     }
   }
-  for (const a of model.attributes) {
-    for (const d of dims)
-      calls.push({ metrics: [metrics[0]], group_by: [d], filters: { [a.name]: sample(a.name) }, ...range });
+  for (const a of attributes) {
+    for (const d of [TIME_GRAINS[1], ...attributes]) {
+      calls.push({ metrics: [metrics[0]], group_by: [d], filters: { [a]: sample(a) }, ...range });
+    }
   }
   for (const c of COMPARISONS) calls.push({ metrics: metrics.slice(0, 2), ...range, compare_to: c });
   calls.push({ metrics: metrics.slice(0, MAX_METRICS), group_by: [dims[0]], period: 'last_week' });
-  return calls;
+  const seen = new Set<string>();
+  return calls.filter((c) => !seen.has(JSON.stringify(c)) && seen.add(JSON.stringify(c)) !== undefined);
 }
 
 /** The catalog's section on the tool: every metric, dimension and filter, and a call per common question. */

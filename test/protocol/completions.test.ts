@@ -210,3 +210,73 @@ describe('labels loaded for one caller', () => {
     }
   });
 });
+
+describe('completions of explore_metric, the prompt the metric declarations derive', () => {
+  const ANY = `o.ordered_at >= '2025-04-02T00:00:00Z' and o.ordered_at < '2025-07-01T00:00:00Z'`;
+  const SCOPE = ['Europe', 'Asia Pacific'];
+  let open: Harness;
+  let scoped: Harness;
+  const complete = async (h: Harness, name: string, value = ''): Promise<string[]> =>
+    (await h.client.complete({ ref: { type: 'ref/prompt', name: 'explore_metric' }, argument: { name, value } }))
+      .completion.values;
+
+  beforeAll(async () => {
+    const content = contentOf([salesPack]);
+    open = await startHarness({ content, now: () => NOW, caller: { id: 'explorer' } });
+    scoped = await startHarness({ content, now: () => NOW, caller: { id: 'rep', dataScope: { region: SCOPE } } });
+  });
+  afterAll(async () => {
+    await open.close();
+    await scoped.close();
+  });
+
+  it('offer the declared metrics, dimensions and closed filter values', async () => {
+    expect(await complete(open, 'metric')).toEqual([
+      'orders',
+      'net_orders',
+      'revenue',
+      'avg_order_value',
+      'customers',
+      'refunded_orders',
+      'refund_rate',
+      'units',
+    ]);
+    expect(await complete(open, 'group_by', 'w')).toEqual(['week', 'weekday']);
+    expect(await complete(open, 'status')).toEqual(['pending', 'paid', 'shipped', 'cancelled', 'refunded']);
+  });
+
+  it('offer the regions and categories of the last 90 days through query_metrics, as the caller sees them', async () => {
+    const column = async (sql: string): Promise<string[]> =>
+      (await admin.query<{ v: string }>(sql)).rows.map((r) => r.v);
+    const all = await column(
+      `select distinct c.region as v from sales.orders o join sales.customers c on c.id = o.customer_id where ${ANY} order by 1`,
+    );
+    const kinds = await column(
+      `select distinct p.category as v from sales.orders o join sales.order_items i on i.order_id = o.id
+         join sales.products p on p.id = i.product_id where ${ANY} order by 1`,
+    );
+    expect(await complete(open, 'region')).toEqual(all);
+    expect(await complete(open, 'category')).toEqual(kinds);
+    const mine = all.filter((r) => SCOPE.includes(r));
+    expect(mine.length).toBeGreaterThan(0);
+    expect(mine.length).toBeLessThan(all.length);
+    expect(await complete(scoped, 'region')).toEqual(mine);
+    expect(scoped.audits.at(-1)?.tool).toBe('query_metrics');
+  });
+
+  it('tell the model the one call that answers the question', async () => {
+    const got = await open.client.getPrompt({
+      name: 'explore_metric',
+      arguments: { metric: 'revenue', group_by: 'category', period: 'last_month', region: 'Europe' },
+    });
+    const text = (got.messages[0]!.content as { text: string }).text;
+    expect(text).toContain(
+      'Call query_metrics with {"metrics":["revenue"],"group_by":["category"],"filters":{"region":["Europe"]},"period":"last_month"}',
+    );
+    const outside = scoped.client.getPrompt({
+      name: 'explore_metric',
+      arguments: { metric: 'orders', period: 'last_month', region: 'Africa' },
+    });
+    await expect(outside).rejects.toThrow(/region/);
+  });
+});

@@ -69,6 +69,18 @@ describe.each(['legacy', 'modern'] as const)('the sales prompts, %s', (era) => {
           ['category', false],
         ],
       ],
+      [
+        'explore_metric',
+        [
+          ['metric', true],
+          ['group_by', false],
+          ['period', true],
+          ['region', false],
+          ['category', false],
+          ['product', false],
+          ['status', false],
+        ],
+      ],
     ]);
     for (const prompt of prompts) {
       expect(prompt.title).toBeTruthy();

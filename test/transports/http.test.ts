@@ -4,6 +4,7 @@ import { networkInterfaces } from 'node:os';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { SALES_TOOLS } from '../support/tool-names.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startCli, type RunningCli } from '../support/cli.js';
 
@@ -138,7 +139,7 @@ describe('with a bearer token configured', () => {
   it('serves a client that presents the token', async () => {
     const client = await connect(authedUrl, { authorization: `Bearer ${TOKEN}` });
     try {
-      expect((await client.listTools()).tools).toHaveLength(6);
+      expect((await client.listTools()).tools).toHaveLength(SALES_TOOLS.length);
     } finally {
       await client.close();
     }
