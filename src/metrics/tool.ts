@@ -45,6 +45,11 @@ function checkModel(model: MetricsModel, personal: PersonalColumns): void {
     names.add(n);
   }
   for (const m of model.metrics) {
+    if (/^TODO\b/.test(m.description)) {
+      throw new ConfigError(
+        `${where}: metric ${m.name} is scaffolded but not filled in: write its description (querygate new-metric)`,
+      );
+    }
     for (const part of m.ratio ?? []) {
       if (!model.metrics.some((x) => x.name === part && !x.ratio)) {
         throw new ConfigError(
