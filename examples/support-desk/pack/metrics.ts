@@ -4,6 +4,12 @@
  * and where it is read from. One source, the tickets with their team's name; the desk keeps no
  * rollup. The tool is named for the desk so that it can be served beside the sales pack's
  * `query_metrics`.
+ *
+ * Known gap (reported, not fixed here: the engine's rule): the engine hides small groups only from an
+ * answer holding a metric that counts people (`requesters`), over cells of every attribute (team ×
+ * priority × status). The desk's hand-written tools hide the tickets of every team-and-priority cell of
+ * fewer requesters from every figure, whatever is asked; so `tickets` alone, by team for urgent tickets,
+ * shows counts that query_ticket_volume hides.
  */
 import { sql } from 'kysely';
 import type { MetricsModel } from '../../../src/metrics/declarations.js';
