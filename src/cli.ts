@@ -16,6 +16,7 @@ import { defaultDataDir } from './db/embedded.js';
 import { migrate, seed } from './cli/database-commands.js';
 import { doctor } from './cli/doctor-command.js';
 import { reportCommand } from './report-cli.js';
+import { scaffoldMetric } from './scaffold-metric.js';
 import { scaffoldQuery } from './scaffold.js';
 import { ConfigError } from './errors.js';
 import { yesterdayUtc } from './lib/date-range.js';
@@ -49,6 +50,9 @@ const USAGE = `Usage:
   querygate new-query <name> [--pack <dir>]
                                          write a template (<dir>/queries/<name>.ts, default dir .) and
                                          its test (test/<name>.test.ts) to fill in
+  querygate new-metric <name> [--pack <dir>]
+                                         write a metric's declaration and measure (<dir>/metrics/<name>.ts)
+                                         and its test (test/metric-<name>.test.ts) to fill in
 
 The packs served are QUERYGATE_PACKS (default: sales). Without DATABASE_URL, serve starts the
 embedded PostgreSQL in QUERYGATE_DATA_DIR (default ${defaultDataDir()}), migrating and
@@ -89,6 +93,11 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'new-query') {
     if (positionals.length !== 2) throw new ConfigError(`new-query takes one tool name\n${USAGE}`);
     process.stdout.write(`${scaffoldQuery({ name: positionals[1]!, packDir: values.pack ?? '.' }).report}\n`);
+    return;
+  }
+  if (command === 'new-metric') {
+    if (positionals.length !== 2) throw new ConfigError(`new-metric takes one metric name\n${USAGE}`);
+    process.stdout.write(`${scaffoldMetric({ name: positionals[1]!, packDir: values.pack ?? '.' }).report}\n`);
     return;
   }
   if (positionals.length > 1) throw new ConfigError(`unexpected argument ${positionals[1]}\n${USAGE}`);

@@ -83,14 +83,14 @@ export function scaffoldQuery(options: ScaffoldOptions): Scaffolded {
 }
 
 /** The folder above this module that holds querygate's TypeScript sources (from src/ or dist/src/). */
-function findEngineRoot(): string {
+export function findEngineRoot(command = 'new-query'): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (;;) {
     if (existsSync(join(dir, 'src', 'lib', 'date-range.ts'))) return dir;
     const parent = dirname(dir);
     if (parent === dir) {
       throw new ConfigError(
-        "new-query: querygate's TypeScript sources are not here; templates are written in a clone of querygate",
+        `${command}: querygate's TypeScript sources are not here; packs are written in a clone of querygate`,
       );
     }
     dir = parent;
@@ -98,7 +98,7 @@ function findEngineRoot(): string {
 }
 
 /** An ES import path from one folder to a file or folder: relative, with forward slashes. */
-function importPath(from: string, to: string): string {
+export function importPath(from: string, to: string): string {
   const path = relative(from, to).split(sep).join('/');
   return path.startsWith('.') ? path : `./${path}`;
 }

@@ -197,7 +197,15 @@ describe('the commands shown in README.md and docs/', () => {
   const ok = accepted();
 
   it('knows the CLI, its options, the reports and the scripts', () => {
-    expect([...ok.commands].sort()).toEqual(['doctor', 'migrate', 'new-query', 'report', 'seed', 'serve']);
+    expect([...ok.commands].sort()).toEqual([
+      'doctor',
+      'migrate',
+      'new-metric',
+      'new-query',
+      'report',
+      'seed',
+      'serve',
+    ]);
     expect(ok.options).toContain('--http');
     expect([...ok.reports].sort()).toEqual(['trend', 'weekly']);
     expect(ok.scripts).toContain('conformance');

@@ -6,8 +6,11 @@
  */
 import type { Expression, ExpressionBuilder, Kysely, SelectQueryBuilder, SqlBool } from 'kysely';
 
-/** How a metric's figure is measured. Money is summed per currency and never across two. */
-export type MetricUnit = 'count' | 'money' | 'ratio';
+/**
+ * How a metric's figure is measured. Money is summed per currency and never across two; a number is
+ * any other sum (hours, say), returned as the database computes it.
+ */
+export type MetricUnit = 'count' | 'money' | 'ratio' | 'number';
 
 /** A time bucket a figure can be grouped by, in the reporting time zone. */
 export type TimeGrain = 'hour' | 'day' | 'week' | 'month' | 'quarter';
@@ -90,8 +93,8 @@ export interface MetricSource {
    * falls on a whole UTC hour (zones with whole-hour offsets, a range not cut inside an hour).
    */
   readonly timeGrain?: 'hour';
-  /** The currency column of its money figures. */
-  readonly currency: string;
+  /** The currency column of its money figures; required of a source that measures money. */
+  readonly currency?: string;
   /** The attributes it can group and filter by, as the column of each ("c.region"). */
   readonly attributes: Readonly<Record<string, string>>;
   /** A readable name beside an attribute's value, returned as `<attribute>_name` ({ product: 'p.name' }). */
@@ -104,6 +107,11 @@ export interface MetricSource {
 
 /** Everything a pack declares for `query_metrics`. */
 export interface MetricsModel {
+  /**
+   * The tool's name, `query_metrics` unless given: packs served together each derive one tool, and
+   * tool names must differ, so every pack but one names its own (snake_case, starting `query_`).
+   */
+  readonly toolName?: string;
   readonly metrics: readonly MetricDeclaration[];
   readonly attributes: readonly AttributeDeclaration[];
   readonly sources: readonly MetricSource[];

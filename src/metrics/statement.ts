@@ -217,7 +217,7 @@ export function metricsStatement(
   const grouped = rows
     .select((eb: SourceBuilder) => {
       const keys = dims.map((d) => keyOf(eb, d));
-      const currency = money ? sql`${eb.ref(source.currency)}` : undefined;
+      const currency = money ? sql`${eb.ref(source.currency!)}` : undefined;
       const grand = currency ? sql`grouping(${currency})` : sql`0`;
       const out: AliasedRawBuilder<unknown, string>[] = [];
       for (const name of [...TIME_GRAINS, ...CYCLIC_TIMES]) {
@@ -257,7 +257,7 @@ export function metricsStatement(
       const labels = dims
         .filter((d) => source.labels?.[d] !== undefined)
         .map((d) => sql`${eb.ref(source.labels![d]!)}`);
-      const currency = money ? sql`${eb.ref(source.currency)}` : undefined;
+      const currency = money ? sql`${eb.ref(source.currency!)}` : undefined;
       const sets = [sql`(${sql.join([...keys, ...labels, ...(currency ? [currency] : [])])})`];
       if (keys.length > 0) sets.push(currency ? sql`(${currency})` : sql`()`);
       if (currency) sets.push(sql`()`);

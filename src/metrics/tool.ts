@@ -32,7 +32,10 @@ type Figures = Record<string, string | number | boolean | null>;
 
 /** Refuses a model the compiler cannot serve, in one line with the fix. */
 function checkModel(model: MetricsModel, personal: PersonalColumns): void {
-  const where = `metrics of ${METRICS_TOOL}`;
+  const where = `metrics of ${model.toolName ?? METRICS_TOOL}`;
+  if (model.toolName !== undefined && !/^query_[a-z0-9_]+$/.test(model.toolName)) {
+    throw new ConfigError(`${where}: toolName must be snake_case and start with query_`);
+  }
   const names = new Set<string>();
   for (const n of [...model.metrics.map((m) => m.name), ...model.attributes.map((a) => a.name)]) {
     if (!/^[a-z][a-z0-9_]*$/.test(n)) throw new ConfigError(`${where}: name ${JSON.stringify(n)} must be snake_case`);
@@ -42,12 +45,25 @@ function checkModel(model: MetricsModel, personal: PersonalColumns): void {
     names.add(n);
   }
   for (const m of model.metrics) {
+    if (/^TODO\b/.test(m.description)) {
+      throw new ConfigError(
+        `${where}: metric ${m.name} is scaffolded but not filled in: write its description (querygate new-metric)`,
+      );
+    }
     for (const part of m.ratio ?? []) {
       if (!model.metrics.some((x) => x.name === part && !x.ratio)) {
         throw new ConfigError(
           `${where}: ratio ${m.name} names ${part}, which is not a declared metric that is not a ratio`,
         );
       }
+    }
+  }
+  for (const s of model.sources) {
+    const money = model.metrics.find((m) => m.unit === 'money' && !m.ratio && m.name in s.measures);
+    if (money && s.currency === undefined) {
+      throw new ConfigError(
+        `${where}: source ${s.name} measures money (${money.name}), so it must name its currency column`,
+      );
     }
   }
   const last = model.sources[model.sources.length - 1];
@@ -81,6 +97,7 @@ export function metricsTemplate(
   dimensions: readonly DataScopeDimension[] = [],
 ): QueryTemplate<MetricsArgs, Record<string, unknown>> {
   checkModel(model, personal);
+  const name = model.toolName ?? METRICS_TOOL;
   const metricNames = model.metrics.map((m) => m.name) as [string, ...string[]];
   const dimensionNames = [...TIME_GRAINS, ...CYCLIC_TIMES, ...model.attributes.map((a) => a.name)] as [
     string,
@@ -140,7 +157,7 @@ export function metricsTemplate(
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
       throw new ConfigError(
-        `metrics of ${METRICS_TOOL}: the call for question ${JSON.stringify(q.question)} is refused (${issue.path.join('.') || 'arguments'}: ${issue.message}); fix its arguments`,
+        `metrics of ${name}: the call for question ${JSON.stringify(q.question)} is refused (${issue.path.join('.') || 'arguments'}: ${issue.message}); fix its arguments`,
       );
     }
   }
@@ -277,7 +294,7 @@ export function metricsTemplate(
 
   return {
     guide: guideOf(model),
-    name: METRICS_TOOL,
+    name,
     title: `Metrics of ${model.subject}`,
     description: [
       `Metrics of ${model.subject} in one call: totals, or grouped by up to two dimensions, filtered, ranked and compared.`,
@@ -374,7 +391,7 @@ function checkedArguments(model: MetricsModel): Record<string, unknown>[] {
 function guideOf(model: MetricsModel): string {
   const out = ['### Metrics', '', '| metric | unit | meaning |', '| --- | --- | --- |'];
   for (const m of model.metrics) {
-    const unit = m.unit === 'money' ? 'money, per currency' : m.unit === 'ratio' ? 'ratio' : 'count';
+    const unit = m.unit === 'money' ? 'money, per currency' : m.unit;
     const ratio = m.ratio ? ` Computed as ${m.ratio[0]} / ${m.ratio[1]} over the same rows.` : '';
     const people = m.people ? ' Counts people: groups of too few are hidden from every figure of the answer.' : '';
     out.push(`| \`${m.name}\` | ${unit} | ${m.description}${ratio}${people} |`);

@@ -88,7 +88,7 @@ describe('the support desk alone, named by its path', () => {
     await admin.end();
   });
 
-  it('serve lists its three tools, and tells a model what they are for', async () => {
+  it('serve lists its tools, and tells a model what they are for', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name)).toEqual(SUPPORT_TOOLS);
     expect(client.getInstructions()).toContain('support desk tools');

@@ -577,9 +577,14 @@ describe('rejected calls name the field and the rule', () => {
 });
 
 describe('the tools as a client lists them', () => {
-  it('are the three support desk tools, read-only and with output schemas', async () => {
+  it('are the four support desk tools, read-only and with output schemas', async () => {
     const { tools } = await harnesses.UTC.client.listTools();
-    expect(tools.map((t) => t.name)).toEqual(['query_ticket_volume', 'query_resolution_times', 'query_recent_tickets']);
+    expect(tools.map((t) => t.name)).toEqual([
+      'query_ticket_volume',
+      'query_resolution_times',
+      'query_recent_tickets',
+      'query_ticket_metrics',
+    ]);
     for (const tool of tools) {
       expect(tool.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false });
       expect(tool.outputSchema?.type).toBe('object');
