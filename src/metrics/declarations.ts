@@ -117,6 +117,13 @@ export interface MetricsModel {
   readonly sources: readonly MetricSource[];
   /** The tool's words for a model beyond the generated ones: what the figures are about. */
   readonly subject: string;
+  /**
+   * Small groups. By default an answer hides them only when it holds a metric that counts people;
+   * `always` hides them from every answer, for a pack whose every figure can single someone out (a
+   * support desk's tickets come from few requesters). The cells are every attribute the serving
+   * source can group or filter by, so no filter splits one.
+   */
+  readonly smallGroups?: { readonly always?: boolean };
   /** Common questions and the call that answers each, for querygate://catalog (the first few also check the tool at start-up). */
   readonly questions?: readonly { readonly question: string; readonly arguments: Record<string, unknown> }[];
 }

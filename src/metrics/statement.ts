@@ -77,8 +77,9 @@ export function baseMetrics(model: MetricsModel, names: readonly string[]): stri
   return [...out];
 }
 
-/** Whether an answer with these metrics counts people, and so hides small groups. */
+/** Whether an answer with these metrics hides small groups: it counts people, or the pack hides them always. */
 export function countsPeople(model: MetricsModel, names: readonly string[]): boolean {
+  if (model.smallGroups?.always === true) return true;
   return baseMetrics(model, names).some((n) => model.metrics.find((m) => m.name === n)!.people === true);
 }
 

@@ -74,7 +74,7 @@ function checkModel(model: MetricsModel, personal: PersonalColumns): void {
         `${where}: the last source (${last.name}) must measure every metric; add ${m.name} to its measures`,
       );
     }
-    if (m.people && last.people === undefined) {
+    if ((m.people || model.smallGroups?.always) && last.people === undefined) {
       throw new ConfigError(`${where}: ${m.name} counts people, so source ${last.name} must name its people column`);
     }
   }
