@@ -122,6 +122,7 @@ describe('the audit log file', () => {
       ['query_sales', 'ok'],
       ['query_top_products', 'ok'],
       ['query_recent_orders', 'ok'],
+      ['query_metrics', 'ok'],
       ['query_order_count', 'rejected'],
       ['query_no_such_tool', 'unknown_tool'],
     ]);
@@ -163,6 +164,14 @@ describe('the audit log file', () => {
       {
         arguments: { ...RANGE, customer_fields: ['initials', 'email', 'phone_last4', 'region', 'ref'], limit: 20 },
         rows: await count(`select least(20, count(*))::int as n from sales.orders o where ${IN_RANGE}`),
+      },
+      {
+        arguments: { ...RANGE, metrics: ['revenue'], group_by: ['region'], limit: 100 },
+        // Each region and currency, each currency's total, and the grand-total row of the grouping sets.
+        rows: await count(
+          `select (count(distinct (c.region, o.currency)) + count(distinct o.currency) + 1)::int as n
+             from sales.orders o join sales.customers c on c.id = o.customer_id where ${IN_RANGE}`,
+        ),
       },
     ];
     const ok = lines.filter((l) => l.outcome === 'ok');

@@ -119,8 +119,8 @@ export interface MetricsModel {
   readonly subject: string;
   /**
    * Small groups. By default an answer hides them only when it holds a metric that counts people;
-   * `always` hides them from every answer, for a pack whose every figure can single someone out (a
-   * support desk's tickets come from few requesters). The cells are every attribute the serving
+   * `always` hides them from every answer, for a pack whose every figure can single someone out (what
+   * a few people do is all a small cell holds). The cells are every attribute the serving
    * source can group or filter by, so no filter splits one.
    */
   readonly smallGroups?: { readonly always?: boolean };

@@ -274,14 +274,16 @@ export function metricsTemplate(
   };
 
   const examples: [Record<string, unknown>, ...Record<string, unknown>[]] = [
-    { metrics: [metricNames[0]], group_by: ['weekday'], period: 'last_30_days' },
+    // Explicit days, so that the checks that call the examples find data; the description says to
+    // prefer a period for relative questions.
+    { metrics: [metricNames[0]], group_by: ['weekday'], start_date: '2025-03-01', end_date: '2025-03-30' },
     {
       metrics: metricNames.slice(0, 2),
       group_by: [model.attributes[0]!.name],
       start_date: '2025-03-01',
       end_date: '2025-03-31',
     },
-    { metrics: [metricNames[0]], period: 'month_to_date', compare_to: 'previous_year' },
+    { metrics: [metricNames[0]], start_date: '2025-03-01', end_date: '2025-03-31', compare_to: 'previous_year' },
     ...model.metrics
       .filter((m) => m.people)
       .map((m) => ({

@@ -664,6 +664,9 @@ export async function smallGroupViolations(
     const parsed = template.input.parse(args) as Record<string, unknown>;
     // A call the rule does not hold for counts no one (query_metrics without a count of people).
     if (template.smallGroups?.appliesTo?.(parsed) === false) continue;
+    // With compare_to, suppressed_groups adds the comparison range's cells, which the one statement
+    // counted here does not hold: the range alone is checked by the other examples.
+    if (parsed.compare_to !== undefined) continue;
     const statement = uncappedStatement(template, parsed);
     const groups = await countRows(statement);
     if (groups === 0 || groups > Math.min(template.rowLimit?.(parsed) ?? MAX_ROWS, MAX_ROWS)) continue;
