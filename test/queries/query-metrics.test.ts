@@ -58,6 +58,7 @@ const EURO_ORDERS: Array<[id: number, region: string, status: string, at: string
     [991006, 'Europe', 'paid', '2025-06-16T09:00:00Z', [[6, 1, '30.00']]],
     [991007, 'Africa', 'paid', '2025-06-17T18:00:00Z', [[6, 1, '30.00']]], // after the fixed clock: not counted yet
     [991008, 'Europe', 'pending', '2024-06-10T10:00:00Z', [[2, 4, '7.25']]],
+    [991009, 'Europe', 'paid', '2025-03-30T12:00:00Z', [[3, 2, '8.00']]], // among the newest of March in every zone
   ];
 
 beforeAll(async () => {
@@ -360,6 +361,25 @@ for (const timeZone of ZONES) {
             };
           }),
         );
+      });
+
+      it('lists the recent orders of one region, 10 of them, newest first (query_recent_orders)', async () => {
+        const orders = ordersIn(MARCH, timeZone, scoped)
+          .filter((o) => regionOf(o) === 'Europe')
+          .sort((a, b) => b.orderedAt.getTime() - a.orderedAt.getTime() || b.id - a.id)
+          .slice(0, 10);
+        const result = await h().call('query_recent_orders', { ...MARCH, filters: { region: ['Europe'] }, limit: 10 });
+        expect(result.isError, textOf(result)).toBeFalsy();
+        const out = structured<{ rows: Figures[] }>(result);
+        expect(out.rows.map(({ order_ref: _ref, ...r }) => r)).toEqual(
+          orders.map((o) => ({
+            ordered_at: o.orderedAt.toISOString(),
+            status: o.status,
+            currency: o.currency,
+            total_amount: o.totalCents / 100,
+          })),
+        );
+        expect(orders.some((o) => o.currency === 'EUR')).toBe(true);
       });
 
       it('says which months a range covers only in part, with their real bounds', async () => {
