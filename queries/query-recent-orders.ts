@@ -64,6 +64,8 @@ const filters = z
   .optional()
   .describe('Keeps the orders matching every filter given, e.g. {"region": ["Europe"]}');
 
+const CHECKED_RANGE = { start_date: '2025-03-01', end_date: '2025-03-31' };
+
 const input = z
   .strictObject({
     ...dateRangeFields,
@@ -113,6 +115,25 @@ export const queryRecentOrders = defineTemplate({
       customer_fields: ['initials', 'email', 'phone_last4', 'region', 'ref'],
       limit: 10,
     },
+  ],
+  // Each condition (status, each filter) is a WHERE clause and each customer field a column or its
+  // NULL, none depending on the others: each alone, then all at once, cover every statement, which
+  // the start-up checks compile in both kinds of zone, unscoped and scoped (not the 168 combinations
+  // of every status with every field).
+  checkedArguments: [
+    ...ORDER_STATUSES.map((status) => ({ ...CHECKED_RANGE, status })),
+    ...FIELD_NAMES.map((field) => ({ ...CHECKED_RANGE, customer_fields: [field] })),
+    { ...CHECKED_RANGE, filters: { region: ['check-value'] } },
+    { ...CHECKED_RANGE, filters: { category: ['check-value'] } },
+    { ...CHECKED_RANGE, filters: { status: ['paid', 'refunded'] } },
+    {
+      ...CHECKED_RANGE,
+      status: 'paid',
+      filters: { region: ['check-value'], category: ['check-value'], status: ['paid'] },
+      customer_fields: FIELD_NAMES,
+      limit: 100,
+    },
+    { period: 'last_week' },
   ],
   output,
   dataScope: ['region'],

@@ -49,7 +49,7 @@ describe('a database that is down at start-up', () => {
     const client = new Client({ name: 'resilience', version: '1.0.0' });
     await client.connect(transport);
     try {
-      expect((await client.listTools()).tools).toHaveLength(6);
+      expect((await client.listTools()).tools).toHaveLength(7);
       const result = (await client.callTool({ name: 'query_order_count', arguments: week })) as CallToolResult;
       expect(result.isError).toBe(true);
       expect(textOf(result)).toContain('code: database_unavailable');

@@ -341,50 +341,52 @@ export function metricsTemplate(
 /**
  * The calls the start-up checks compile instead of every combination (see statement.ts). A fragment's
  * SQL depends on the source that serves the call, never on the fragments beside it, and the source is
- * chosen by the metrics, the attributes read (grouped, filtered, scoped) and the zone (the checks run
- * each call in a whole-hour and a half-hour zone, unscoped and scoped). So:
- * - each metric alone, ordered by itself, with each attribute as a group and as a filter, and with
- *   one time bucket and one cyclic dimension: every metric on every source that can serve it;
- * - each dimension with the first metric: every key fragment;
- * - each pair of dimensions that holds an attribute, or a time and a cyclic one: every grouping-set
- *   composition and every source the pair picks;
- * - each filter with each attribute grouped and with a time bucket, each comparison, a period, and
- *   every metric at once.
+ * chosen by the metrics, the attributes read (grouped, filtered, scoped) and the zone; the checks run
+ * each call in a whole-hour and a half-hour zone, unscoped and scoped. So these compile every
+ * fragment on every source that can serve it, and every way two keys compose:
+ * - each metric alone and with each attribute as its group: the metric on every source, from the
+ *   smallest that serves it (alone) to the last (grouped by the attribute only the last carries);
+ * - each dimension with the first metric, and each attribute with it on every source that carries it
+ *   (paired with an attribute that only that source and the later ones carry);
+ * - a time bucket and a cyclic dimension with an attribute, the two cyclic ones together, two
+ *   attributes together; each filter alone and with a group; each comparison; a period; every
+ *   metric at once; an ordering by a metric.
  */
 function checkedArguments(model: MetricsModel): Record<string, unknown>[] {
   const range = { start_date: '2025-03-01', end_date: '2025-03-31' };
   const metrics = model.metrics.map((m) => m.name);
   const attributes = model.attributes.map((a) => a.name);
-  const times = [...TIME_GRAINS, ...CYCLIC_TIMES] as string[];
-  const dims = [...times, ...attributes];
-  const isGrain = (d: string): boolean => (TIME_GRAINS as readonly string[]).includes(d);
+  const dims = [...TIME_GRAINS, ...CYCLIC_TIMES, ...attributes];
   const sample = (name: string): string[] => [
     model.attributes.find((a) => a.name === name)!.values?.[0] ?? 'check-value',
   ];
+  const call = (m: readonly string[], extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+    metrics: m,
+    ...extra,
+    ...range,
+  });
   const calls: Record<string, unknown>[] = [];
   for (const m of metrics) {
-    calls.push({ metrics: [m], ...range }, { metrics: [m], ...range, order_by: m });
-    for (const d of [TIME_GRAINS[0], CYCLIC_TIMES[0], ...attributes])
-      calls.push({ metrics: [m], group_by: [d], ...range });
-    for (const a of attributes) calls.push({ metrics: [m], filters: { [a]: sample(a) }, ...range });
+    calls.push(call([m]));
+    for (const a of attributes) calls.push(call([m], { group_by: [a] }));
   }
-  for (const d of dims) calls.push({ metrics: [metrics[0]], group_by: [d], ...range });
-  for (const [i, d1] of dims.entries()) {
-    for (const d2 of dims.slice(i + 1)) {
-      const both = [d1, d2];
-      const attribute = both.some((d) => attributes.includes(d));
-      const timeAndCycle = both.some(isGrain) && both.some((d) => !isGrain(d));
-      // Two time buckets are refused by the input schema.
-      if (attribute || timeAndCycle) calls.push({ metrics: metrics.slice(0, 2), group_by: both, ...range });
-    }
-  }
+  for (const d of dims) calls.push(call([metrics[0]!], { group_by: [d] }));
+  // An attribute on each source that carries it: beside the attribute that picks that source.
   for (const a of attributes) {
-    for (const d of [TIME_GRAINS[1], ...attributes]) {
-      calls.push({ metrics: [metrics[0]], group_by: [d], filters: { [a]: sample(a) }, ...range });
-    }
+    for (const b of attributes) if (a !== b) calls.push(call([metrics[0]!], { group_by: [a, b] }));
   }
-  for (const c of COMPARISONS) calls.push({ metrics: metrics.slice(0, 2), ...range, compare_to: c });
+  for (const d of [TIME_GRAINS[0]!, TIME_GRAINS[2]!, CYCLIC_TIMES[0]!, CYCLIC_TIMES[1]!]) {
+    calls.push(call(metrics.slice(0, 2), { group_by: [d, attributes[0]] }));
+  }
+  calls.push(call(metrics.slice(0, 2), { group_by: [...CYCLIC_TIMES] }));
+  calls.push(call(metrics.slice(0, 2), { group_by: [TIME_GRAINS[1]!, CYCLIC_TIMES[0]!] }));
+  for (const a of attributes) {
+    calls.push(call([metrics[0]!], { filters: { [a]: sample(a) } }));
+    calls.push(call(metrics.slice(0, 2), { group_by: [TIME_GRAINS[1]!], filters: { [a]: sample(a) } }));
+  }
+  for (const c of COMPARISONS) calls.push(call(metrics.slice(0, 2), { compare_to: c }));
   calls.push({ metrics: metrics.slice(0, MAX_METRICS), group_by: [dims[0]], period: 'last_week' });
+  calls.push(call(metrics.slice(-MAX_METRICS), { group_by: [attributes[0]], order_by: metrics[metrics.length - 1] }));
   const seen = new Set<string>();
   return calls.filter((c) => !seen.has(JSON.stringify(c)) && seen.add(JSON.stringify(c)) !== undefined);
 }

@@ -73,12 +73,13 @@ describe('the embedded default', () => {
     await next.client.connect(next.transport);
     try {
       const { tools } = await next.client.listTools();
-      // The sales pack's six tools, and the job tools of its trend report: the embedded database has a job store.
+      // The sales pack's seven tools, and the job tools of its trend report: the embedded database has a job store.
       expect(tools.map((t) => t.name)).toEqual([
         'query_order_count',
         'query_sales',
         'query_top_products',
         'query_recent_orders',
+        'query_metrics',
         'weekly_sales_report',
         'sales_trend_report',
         'submit_trend_report',

@@ -38,6 +38,7 @@ describe('over stdio', () => {
     expect(client.getServerVersion()).toMatchObject({ name: 'querygate' });
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual([
+      'query_metrics',
       'query_order_count',
       'query_recent_orders',
       'query_sales',
@@ -208,7 +209,7 @@ describe('item 10: stdio under piped load', () => {
     for await (const line of createInterface({ input: cli.child.stdout!, crlfDelay: Infinity })) {
       lines++;
       const answer = JSON.parse(line) as { id: number; result?: { tools: unknown[] } };
-      expect(answer.result?.tools, line.slice(0, 200)).toHaveLength(6);
+      expect(answer.result?.tools, line.slice(0, 200)).toHaveLength(7);
       seen.set(answer.id, (seen.get(answer.id) ?? 0) + 1);
     }
     expect(await cli.exited, cli.stderr()).toBe(0);

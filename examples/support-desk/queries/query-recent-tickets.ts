@@ -33,6 +33,8 @@ import { PRIORITIES, TICKET_STATUSES, priority, ticketStatus } from '../pack/pri
 import { ticketsCreatedInRange } from '../pack/range-sql.js';
 
 /** The requester fields a caller may name (src/lib/named-fields.ts), and the row key each comes under. */
+const CHECKED_RANGE = { start_date: '2025-06-01', end_date: '2025-06-30' };
+
 const REQUESTER_FIELDS = {
   initials: 'requester_initials',
   email: 'requester_email',
@@ -125,6 +127,25 @@ export const queryRecentTickets = defineTemplate({
       filters: { team: ['Billing'], priority: ['urgent', 'high'], status: ['open', 'pending'] },
       requester_fields: ['initials', 'email', 'phone_last4', 'ref'],
     },
+  ],
+  // Each condition and each requester field is a fragment of its own (see query_recent_orders): each
+  // alone, then all at once, cover every statement.
+  checkedArguments: [
+    ...TICKET_STATUSES.map((status) => ({ ...CHECKED_RANGE, status })),
+    ...PRIORITIES.map((p) => ({ ...CHECKED_RANGE, priority: p })),
+    ...FIELD_NAMES.map((field) => ({ ...CHECKED_RANGE, requester_fields: [field] })),
+    { ...CHECKED_RANGE, filters: { team: ['check-value'] } },
+    { ...CHECKED_RANGE, filters: { priority: ['urgent'] } },
+    { ...CHECKED_RANGE, filters: { status: ['open'] } },
+    {
+      ...CHECKED_RANGE,
+      status: 'open',
+      priority: 'urgent',
+      filters: { team: ['check-value'], priority: ['urgent'], status: ['open'] },
+      requester_fields: FIELD_NAMES,
+      limit: 100,
+    },
+    { period: 'last_week' },
   ],
   output,
   columns: {
