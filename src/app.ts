@@ -46,8 +46,11 @@ export interface App {
   probeJobStore(): Promise<'ok' | 'unavailable' | undefined>;
   /** For /readyz and /metrics: a hot standby's replay lag in seconds, as the probe last found it (undefined on a primary). */
   probeReplicaLag(): Promise<number | undefined>;
-  /** For /metrics: the calls, counted from the audit log, with the reader pool and the job store. */
-  readonly metrics: Metrics;
+  /**
+   * For /metrics: the calls, counted from the audit log, with the reader pool and the job store.
+   * Undefined unless asked for (AppOptions.metrics): over stdio nothing could scrape it.
+   */
+  readonly metrics: Metrics | undefined;
   /**
    * Waits for the calls in flight, up to QUERYGATE_SHUTDOWN_TIMEOUT_MS; then cancels those still
    * running, which end with `shutting_down`, and gives them STOP_GRACE_MS to let go of their connections.
@@ -71,6 +74,8 @@ export interface AppOptions {
   /** The configuration file as read when the packs were loaded. */
   readonly configFile?: ConfigFile;
   readonly allowUnsafeRole: boolean;
+  /** Whether to count calls for /metrics (serving over HTTP); prom-client is loaded only then. */
+  readonly metrics?: boolean;
   /** Called when the database, reachable at last, turns out to be unsafe: the server must not go on. */
   readonly onFatal: (error: Error) => void;
   /** Aborted by a stop signal during start-up: start-up then stops what it started and throws. */
@@ -83,7 +88,7 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
   const { packs } = options;
   // Before the database: a pack whose documentation or prompts are broken stops the server at once.
   const content = contentOf(packs);
-  const { live, tracing, registry } = servedRegistryOf(config, packs, options, logger);
+  const { live, tracing, registry } = await servedRegistryOf(config, packs, options, logger);
   const scope = readerScopeOf(packs);
   const audit = createAuditLog(config.auditLog);
   const database = await openDatabase(config, packs, logger, options.signal);
@@ -124,13 +129,15 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
   live.watch();
   const probes = createProbes(config, database, gate.ready, logger);
 
-  const metrics = createMetrics({
-    pool: reader.pool,
-    replicaLag: probes.probeReplicaLag,
-    ...(jobStore ? { jobs: jobStore } : {}),
-    ...(config.metricsToken === undefined ? {} : { token: config.metricsToken }),
-    logger,
-  });
+  const metrics = options.metrics
+    ? await createMetrics({
+        pool: reader.pool,
+        replicaLag: probes.probeReplicaLag,
+        ...(jobStore ? { jobs: jobStore } : {}),
+        ...(config.metricsToken === undefined ? {} : { token: config.metricsToken }),
+        logger,
+      })
+    : undefined;
   // Aborted at the shutdown deadline: the registry cancels every call still running.
   const stopping = new AbortController();
   const deps: ServerDeps = {
@@ -140,7 +147,7 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
     db: tracing ? tracing.database(reader) : reader,
     tokenize: createTokenizer(tokenKey),
     logger,
-    audit: countedAudit(audit, metrics),
+    audit: metrics ? countedAudit(audit, metrics) : audit,
     limits,
     subscriptions: createSubscriptionLimits({
       perCaller: config.maxSubscriptionsPerCaller,

@@ -1,15 +1,10 @@
 #!/usr/bin/env node
 /** The `querygate` command: serve (stdio or HTTP), report, doctor, migrate, seed. */
-import './node-compat.js'; // first: before pg is loaded
+import './young-generation.js'; // first: before the modules' allocations grow the young generation
+import './node-compat.js'; // before pg is loaded
 import { createServer as createNetServer } from 'node:net';
 import { parseArgs } from 'node:util';
 import { startApp, STOP_GRACE_MS, type App } from './app.js';
-import {
-  createAuthenticator,
-  createFailureThrottle,
-  createOAuthResourceServer,
-  loadStaticTokens,
-} from './auth/index.js';
 import { stdioCallerId } from './caller-ids.js';
 import { loadConfig, type Config } from './config.js';
 import { defaultDataDir } from './db/embedded.js';
@@ -26,7 +21,6 @@ import type { ConfigFile } from './config-file.js';
 import type { Pack } from './pack.js';
 import { packsToServe } from './packs.js';
 import { createServer, VERSION } from './server.js';
-import { serveHttp } from './transports/http.js';
 import { serveStdio } from './transports/stdio.js';
 
 const USAGE = `Usage:
@@ -184,6 +178,7 @@ async function serve(
       packPaths,
       ...(configFile ? { configFile } : {}),
       allowUnsafeRole: options.allowUnsafeRole,
+      metrics: options.http,
       onFatal: (e) => fatal?.(e),
       signal: stopping.signal,
     });
@@ -195,6 +190,11 @@ async function serve(
 
   try {
     if (options.http) {
+      // Loaded only here: a server over stdio does not hold the HTTP edge, OAuth (jose) or prom-client.
+      const [
+        { createAuthenticator, createFailureThrottle, createOAuthResourceServer, loadStaticTokens },
+        { serveHttp },
+      ] = await Promise.all([import('./auth/index.js'), import('./transports/http.js')]);
       const staticTokens = loadStaticTokens(
         {
           envToken: config.httpToken,
@@ -233,8 +233,8 @@ async function serve(
           }),
           trustProxyHops: config.trustProxyHops,
           onAuthFailure: (event) => {
-            app.metrics.authFailure(event.reason);
-            app.metrics.refusal(
+            app.metrics?.authFailure(event.reason);
+            app.metrics?.refusal(
               event.status === 429
                 ? 'http_auth_throttled'
                 : event.status === 403

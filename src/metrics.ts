@@ -2,10 +2,10 @@
  * What /metrics serves, in Prometheus' text format: tool calls counted from their audit entries, the
  * HTTP edge's refusals and failed authentications as the transport tells them, and the reader pool
  * and the job store read at scrape time. Each server has a registry of its own, never prom-client's
- * global one, so that several servers can run in one process.
+ * global one, so that several servers can run in one process. prom-client is loaded by the first
+ * createMetrics: a server without /metrics (over stdio) does not hold it.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { AuditEntry, AuditLog } from './audit.js';
 import { countJobsByState, JOB_STATES, type JobState, type JobStore } from './jobs/store.js';
 import type { Logger } from './logger.js';
@@ -63,7 +63,8 @@ const TIMED: ReadonlySet<AuditEntry['outcome']> = new Set(['ok', 'failed', 'canc
 
 const sha256 = (value: string): Buffer => createHash('sha256').update(value, 'utf8').digest();
 
-export function createMetrics(options: MetricsOptions): Metrics {
+export async function createMetrics(options: MetricsOptions): Promise<Metrics> {
+  const { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } = await import('prom-client');
   const registry = new Registry();
   const registers = [registry];
 

@@ -6,7 +6,7 @@ import type { Pack } from '../pack.js';
 import { VERSION } from '../protocol/identity.js';
 import { hiddenByDataScope } from '../registry/access.js';
 import type { Registry } from '../registry/interface.js';
-import { createTracing, type Tracing } from '../tracing.js';
+import type { Tracing } from '../tracing.js';
 
 /** The registry served: the configuration file's, live (reloaded on change), traced when tracing is on. */
 export interface ServedRegistry {
@@ -15,12 +15,12 @@ export interface ServedRegistry {
   readonly registry: Registry;
 }
 
-export function servedRegistryOf(
+export async function servedRegistryOf(
   config: Config,
   packs: readonly Pack[],
   file: { readonly packPaths?: ReadonlyMap<string, string>; readonly configFile?: ConfigFile },
   logger: Logger,
-): ServedRegistry {
+): Promise<ServedRegistry> {
   const live = openLiveConfig(
     config,
     packs.map((pack) => ({
@@ -36,7 +36,9 @@ export function servedRegistryOf(
     { jobs: config.databaseUrl === undefined || config.jobsUrl !== undefined },
   );
   // Off by default; with QUERYGATE_TRACING=otlp, each call and each statement it runs is a span.
-  const tracing = config.tracing === 'otlp' ? createTracing(process.env, logger, VERSION) : undefined;
+  // The OpenTelemetry SDK is loaded only then: a server without tracing does not hold its ~10 MB.
+  const tracing =
+    config.tracing === 'otlp' ? (await import('../tracing.js')).createTracing(process.env, logger, VERSION) : undefined;
   const registry = tracing ? tracing.registry(live.registry) : live.registry;
   // Said once: a scoped caller is shown fewer tools, and nothing else would tell the operator which.
   for (const [dimension, tools] of hiddenByDataScope(live.registry)) {
