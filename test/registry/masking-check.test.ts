@@ -163,6 +163,8 @@ describe('item 5: the start-up check covers every branch the arguments select', 
     ...recent,
     name: 'query_probe',
     input,
+    // Every combination of its arguments is checked, not query_recent_orders' own list.
+    checkedArguments: undefined,
     // Only the harmless branch has an example.
     examples: [{ start_date: '2025-03-01', end_date: '2025-03-31', view: 'summary' }],
     columns: { reference: COMPUTED },
