@@ -18,6 +18,8 @@ export type TimeGrain = 'hour' | 'day' | 'week' | 'month' | 'quarter';
 export type CyclicTime = 'hour_of_day' | 'weekday';
 export const TIME_GRAINS: readonly TimeGrain[] = ['hour', 'day', 'week', 'month', 'quarter'];
 export const CYCLIC_TIMES: readonly CyclicTime[] = ['hour_of_day', 'weekday'];
+/** The most metrics one call may ask for. */
+export const MAX_METRICS = 5;
 
 /** A figure the tool computes. */
 export interface MetricDeclaration {

@@ -16,6 +16,7 @@ import { METRICS_TOOL } from './tool.js';
 const user = (text: string): PromptMessage => ({ role: 'user', content: { type: 'text', text } });
 
 export function metricsPrompt(model: MetricsModel): AnyPrompt {
+  const tool = model.toolName ?? METRICS_TOOL;
   const metrics = model.metrics.map((m) => m.name) as [string, ...string[]];
   const dimensions = [...TIME_GRAINS, ...CYCLIC_TIMES, ...model.attributes.map((a) => a.name)] as [string, ...string[]];
   // Labels are read with a metric that counts no one, so that no small group hides a label.
@@ -31,7 +32,7 @@ export function metricsPrompt(model: MetricsModel): AnyPrompt {
     completions[a.name] = a.values
       ? { values: a.values }
       : {
-          tool: METRICS_TOOL,
+          tool,
           arguments: { metrics: [counting], group_by: [a.name], period: 'last_90_days' },
           field: a.name,
         };
@@ -39,7 +40,7 @@ export function metricsPrompt(model: MetricsModel): AnyPrompt {
   return definePrompt({
     name: 'explore_metric',
     title: 'Explore a metric',
-    description: `Look at one ${model.subject} metric over a period, broken down by a dimension and kept to filter values, answered by one ${METRICS_TOOL} call.`,
+    description: `Look at one ${model.subject} metric over a period, broken down by a dimension and kept to filter values, answered by one ${tool} call.`,
     arguments: z.strictObject({
       metric: oneOf(metrics, 'The metric to look at'),
       group_by: oneOf(dimensions, 'What to break it down by').optional(),
@@ -60,7 +61,7 @@ export function metricsPrompt(model: MetricsModel): AnyPrompt {
       return [
         user(
           [
-            `Call ${METRICS_TOOL} with ${JSON.stringify(call)}.`,
+            `Call ${tool} with ${JSON.stringify(call)}.`,
             `Answer with the figures as it gives them: its totals are exact for every matching row, money is per currency (never add two), and a row or range marked partial covers only part of its period (say so, and never add it to another answer's row for the same period). Say how fresh the figures are from data_as_of, and if suppressed_groups is above 0, that groups of too few people were left out. What each metric means is in querygate://catalog.`,
           ].join('\n'),
         ),

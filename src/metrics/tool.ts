@@ -19,13 +19,14 @@ import type {
   QueryTemplate,
   ResultRow,
 } from '../registry/types.js';
-import { CYCLIC_TIMES, TIME_GRAINS, type MetricsModel } from './declarations.js';
+import { CYCLIC_TIMES, MAX_METRICS, TIME_GRAINS, type MetricsModel } from './declarations.js';
+import { checkedArguments } from './checked-arguments.js';
+import { guideOf } from './guide.js';
 import { baseMetrics, countsPeople, metricsStatement, selectedColumns, type MetricsArgs } from './statement.js';
 
 export const METRICS_TOOL = 'query_metrics';
 
 const WEEKDAYS = ['Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday', 'Sunday'];
-const MAX_METRICS = 5;
 const MAX_FILTER_VALUES = 50;
 
 type Figures = Record<string, string | number | boolean | null>;
@@ -336,89 +337,4 @@ export function metricsTemplate(
     present,
     compare,
   };
-}
-
-/**
- * The calls the start-up checks compile instead of every combination (see statement.ts). A fragment's
- * SQL depends on the source that serves the call, never on the fragments beside it, and the source is
- * chosen by the metrics, the attributes read (grouped, filtered, scoped) and the zone; the checks run
- * each call in a whole-hour and a half-hour zone, unscoped and scoped. So these compile every
- * fragment on every source that can serve it, and every way two keys compose:
- * - each metric alone and with each attribute as its group: the metric on every source, from the
- *   smallest that serves it (alone) to the last (grouped by the attribute only the last carries);
- * - each dimension with the first metric, and each attribute with it on every source that carries it
- *   (paired with an attribute that only that source and the later ones carry);
- * - a time bucket and a cyclic dimension with an attribute, the two cyclic ones together, two
- *   attributes together; each filter alone and with a group; each comparison; a period; every
- *   metric at once; an ordering by a metric.
- */
-function checkedArguments(model: MetricsModel): Record<string, unknown>[] {
-  const range = { start_date: '2025-03-01', end_date: '2025-03-31' };
-  const metrics = model.metrics.map((m) => m.name);
-  const attributes = model.attributes.map((a) => a.name);
-  const dims = [...TIME_GRAINS, ...CYCLIC_TIMES, ...attributes];
-  const sample = (name: string): string[] => [
-    model.attributes.find((a) => a.name === name)!.values?.[0] ?? 'check-value',
-  ];
-  const call = (m: readonly string[], extra: Record<string, unknown> = {}): Record<string, unknown> => ({
-    metrics: m,
-    ...extra,
-    ...range,
-  });
-  const calls: Record<string, unknown>[] = [];
-  for (const m of metrics) {
-    calls.push(call([m]));
-    for (const a of attributes) calls.push(call([m], { group_by: [a] }));
-  }
-  for (const d of dims) calls.push(call([metrics[0]!], { group_by: [d] }));
-  // An attribute on each source that carries it: beside the attribute that picks that source.
-  for (const a of attributes) {
-    for (const b of attributes) if (a !== b) calls.push(call([metrics[0]!], { group_by: [a, b] }));
-  }
-  for (const d of [TIME_GRAINS[0]!, TIME_GRAINS[2]!, CYCLIC_TIMES[0]!, CYCLIC_TIMES[1]!]) {
-    calls.push(call(metrics.slice(0, 2), { group_by: [d, attributes[0]] }));
-  }
-  calls.push(call(metrics.slice(0, 2), { group_by: [...CYCLIC_TIMES] }));
-  calls.push(call(metrics.slice(0, 2), { group_by: [TIME_GRAINS[1]!, CYCLIC_TIMES[0]!] }));
-  for (const a of attributes) {
-    calls.push(call([metrics[0]!], { filters: { [a]: sample(a) } }));
-    calls.push(call(metrics.slice(0, 2), { group_by: [TIME_GRAINS[1]!], filters: { [a]: sample(a) } }));
-  }
-  for (const c of COMPARISONS) calls.push(call(metrics.slice(0, 2), { compare_to: c }));
-  calls.push({ metrics: metrics.slice(0, MAX_METRICS), group_by: [dims[0]], period: 'last_week' });
-  calls.push(call(metrics.slice(-MAX_METRICS), { group_by: [attributes[0]], order_by: metrics[metrics.length - 1] }));
-  const seen = new Set<string>();
-  return calls.filter((c) => !seen.has(JSON.stringify(c)) && seen.add(JSON.stringify(c)) !== undefined);
-}
-
-/** The catalog's section on the tool: every metric, dimension and filter, and a call per common question. */
-function guideOf(model: MetricsModel): string {
-  const out = ['### Metrics', '', '| metric | unit | meaning |', '| --- | --- | --- |'];
-  for (const m of model.metrics) {
-    const unit = m.unit === 'money' ? 'money, per currency' : m.unit;
-    const ratio = m.ratio ? ` Computed as ${m.ratio[0]} / ${m.ratio[1]} over the same rows.` : '';
-    const people = m.people ? ' Counts people: groups of too few are hidden from every figure of the answer.' : '';
-    out.push(`| \`${m.name}\` | ${unit} | ${m.description}${ratio}${people} |`);
-  }
-  out.push(
-    '',
-    '### Dimensions (`group_by`, at most two, at most one time bucket)',
-    '',
-    `- Time buckets in the reporting time zone: ${TIME_GRAINS.map((g) => `\`${g}\``).join(', ')}. Rows are labelled by the bucket's first day (\`hour\`: its first instant, with the offset); a bucket the range covers in part says \`partial\` with \`first_day\` and \`last_day\`.`,
-    '- Cyclic: `hour_of_day` (0-23, local), `weekday` (Monday first).',
-  );
-  for (const a of model.attributes) {
-    const values = a.values ? ` Values: ${a.values.map((v) => `\`${v}\``).join(', ')}.` : '';
-    const scope = a.scope ? ' A caller scoped on it sees only its own values.' : '';
-    out.push(`- \`${a.name}\`: ${a.description}${values}${scope} Filter: \`"filters": {"${a.name}": [...]}\`.`);
-  }
-  out.push(
-    '',
-    'Rows come per currency when a money metric is asked for. `totals` holds the exact totals of every matching row (not of the listed rows); `limit` cuts the rows of each currency, not the totals.',
-  );
-  if ((model.questions ?? []).length > 0) {
-    out.push('', '### Example calls', '', '| question | arguments |', '| --- | --- |');
-    for (const q of model.questions!) out.push(`| ${q.question} | \`${JSON.stringify(q.arguments)}\` |`);
-  }
-  return out.join('\n');
 }

@@ -1,0 +1,59 @@
+/**
+ * The calls the start-up checks compile for `query_metrics`, in place of the product of its metrics,
+ * dimensions and filters (see the head comment of statement.ts for why fragments compose).
+ */
+import { COMPARISONS } from '../lib/comparison.js';
+import { CYCLIC_TIMES, MAX_METRICS, TIME_GRAINS, type MetricsModel } from './declarations.js';
+
+/**
+ * The calls the start-up checks compile instead of every combination (see statement.ts). A fragment's
+ * SQL depends on the source that serves the call, never on the fragments beside it, and the source is
+ * chosen by the metrics, the attributes read (grouped, filtered, scoped) and the zone; the checks run
+ * each call in a whole-hour and a half-hour zone, unscoped and scoped. So these compile every
+ * fragment on every source that can serve it, and every way two keys compose:
+ * - each metric alone and with each attribute as its group: the metric on every source, from the
+ *   smallest that serves it (alone) to the last (grouped by the attribute only the last carries);
+ * - each dimension with the first metric, and each attribute with it on every source that carries it
+ *   (paired with an attribute that only that source and the later ones carry);
+ * - a time bucket and a cyclic dimension with an attribute, the two cyclic ones together, two
+ *   attributes together; each filter alone and with a group; each comparison; a period; every
+ *   metric at once; an ordering by a metric.
+ */
+export function checkedArguments(model: MetricsModel): Record<string, unknown>[] {
+  const range = { start_date: '2025-03-01', end_date: '2025-03-31' };
+  const metrics = model.metrics.map((m) => m.name);
+  const attributes = model.attributes.map((a) => a.name);
+  const dims = [...TIME_GRAINS, ...CYCLIC_TIMES, ...attributes];
+  const sample = (name: string): string[] => [
+    model.attributes.find((a) => a.name === name)!.values?.[0] ?? 'check-value',
+  ];
+  const call = (m: readonly string[], extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+    metrics: m,
+    ...extra,
+    ...range,
+  });
+  const calls: Record<string, unknown>[] = [];
+  for (const m of metrics) {
+    calls.push(call([m]));
+    for (const a of attributes) calls.push(call([m], { group_by: [a] }));
+  }
+  for (const d of dims) calls.push(call([metrics[0]!], { group_by: [d] }));
+  // An attribute on each source that carries it: beside the attribute that picks that source.
+  for (const a of attributes) {
+    for (const b of attributes) if (a !== b) calls.push(call([metrics[0]!], { group_by: [a, b] }));
+  }
+  for (const d of [TIME_GRAINS[0]!, TIME_GRAINS[2]!, CYCLIC_TIMES[0]!, CYCLIC_TIMES[1]!]) {
+    calls.push(call(metrics.slice(0, 2), { group_by: [d, attributes[0]] }));
+  }
+  calls.push(call(metrics.slice(0, 2), { group_by: [...CYCLIC_TIMES] }));
+  calls.push(call(metrics.slice(0, 2), { group_by: [TIME_GRAINS[1]!, CYCLIC_TIMES[0]!] }));
+  for (const a of attributes) {
+    calls.push(call([metrics[0]!], { filters: { [a]: sample(a) } }));
+    calls.push(call(metrics.slice(0, 2), { group_by: [TIME_GRAINS[1]!], filters: { [a]: sample(a) } }));
+  }
+  for (const c of COMPARISONS) calls.push(call(metrics.slice(0, 2), { compare_to: c }));
+  calls.push({ metrics: metrics.slice(0, MAX_METRICS), group_by: [dims[0]], period: 'last_week' });
+  calls.push(call(metrics.slice(-MAX_METRICS), { group_by: [attributes[0]], order_by: metrics[metrics.length - 1] }));
+  const seen = new Set<string>();
+  return calls.filter((c) => !seen.has(JSON.stringify(c)) && seen.add(JSON.stringify(c)) !== undefined);
+}
