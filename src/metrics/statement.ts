@@ -124,8 +124,16 @@ function timeKey(eb: SourceBuilder, name: string, source: MetricSource): RawBuil
       return sql`extract(hour from ${local})::int`;
     case 'weekday':
       return sql`extract(isodow from ${local})::int`;
+    // One literal fragment per grain: the grouped expression must be the same text in the select list,
+    // the grouping sets and grouping(), which a bind parameter (its own $n each time) would not be.
+    case 'week':
+      return sql`to_char(date_trunc('week', ${local}), 'YYYY-MM-DD')`;
+    case 'month':
+      return sql`to_char(date_trunc('month', ${local}), 'YYYY-MM-DD')`;
+    case 'quarter':
+      return sql`to_char(date_trunc('quarter', ${local}), 'YYYY-MM-DD')`;
     default:
-      return sql`to_char(date_trunc(${sql.raw(`'${name}'`)}, ${local}), 'YYYY-MM-DD')`;
+      throw new Error(`no time key for the dimension ${name}`);
   }
 }
 
