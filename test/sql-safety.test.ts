@@ -41,6 +41,9 @@ const TEMPLATE_CODE = [
   ),
   'src/db/range-sql.ts',
   'src/db/connect.ts',
+  // The metrics engine's one room that writes SQL: every query_metrics statement, from a pack's
+  // declarations and a call.
+  'src/metrics/statement.ts',
 ];
 
 describe('the template code', () => {
@@ -62,6 +65,7 @@ describe('the template code', () => {
   it('reads the code of every pack', () => {
     expect(TEMPLATE_CODE).toContain(join('queries', 'query-sales.ts'));
     expect(TEMPLATE_CODE).toContain(join('pack', 'range-sql.ts'));
+    expect(TEMPLATE_CODE).toContain(join('src', 'metrics', 'statement.ts'));
   });
 
   it.each(TEMPLATE_CODE)('%s builds no SQL from strings', (file) => {
