@@ -25,8 +25,18 @@ export function rowLimit(fallback: number): z.ZodDefault<z.ZodNumber> {
     .describe('Rows to return at most');
 }
 
-/** A label read from the data (a region's or a team's name), as a filter takes it: bound, never spliced. */
-export const label = z.string().min(1).max(100);
+/**
+ * A label read from the data (a region's or a team's name), as a filter takes it: bound, never spliced.
+ * No control characters: PostgreSQL's text holds no NUL, and a label with one would fail in the
+ * database instead of being refused here.
+ */
+export const label = z
+  .string()
+  .min(1, { error: 'must not be empty' })
+  .max(100, { error: 'must be at most 100 characters' })
+  // A refinement, not a pattern: the rule is said here, and costs the tools' listing nothing.
+  // eslint-disable-next-line no-control-regex
+  .refine((value) => !/[\u0000-\u001f\u007f]/.test(value), { error: 'must hold no control characters' });
 
 /** A filter's values (`filters: { region: [...] }`): one or more, at most `max`, each as `value` checks it. */
 export function filterValues<T extends z.ZodType>(value: T, max: number, what: string): z.ZodOptional<z.ZodArray<T>> {

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
-import { MAX_ROWS, rowLimit } from '../lib/arguments.js';
+import { label, MAX_ROWS, rowLimit } from '../lib/arguments.js';
 import { changeOf, compareToField, COMPARISONS } from '../lib/comparison.js';
 import { checkDateRange, dateRangeFields, DATE_RANGE_ALWAYS, type DayBucket } from '../lib/date-range.js';
 import { isoInZone } from '../lib/local-day.js';
@@ -110,7 +110,7 @@ export function metricsTemplate(
     model.attributes.map((a) => [
       a.name,
       z
-        .array(a.values ? z.enum(a.values) : z.string().min(1).max(100))
+        .array(a.values ? z.enum(a.values) : label)
         .min(1)
         .max(MAX_FILTER_VALUES)
         .optional(),
@@ -125,7 +125,9 @@ export function metricsTemplate(
         .describe(`1..${MAX_METRICS} metrics; what each means: querygate://catalog`),
       group_by: z.array(z.enum(dimensionNames)).max(2).optional().describe('0..2 dimensions; omit for totals only'),
       filters: z
-        .strictObject(filterFields)
+        .strictObject(filterFields, {
+          error: `is not a known filter; the filters are ${model.attributes.map((a) => a.name).join(', ')}`,
+        })
         .optional()
         .describe('Keep only rows whose attribute is one of the values, e.g. {"region":["Europe"]}'),
       ...dateRangeFields,

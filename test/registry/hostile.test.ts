@@ -15,7 +15,8 @@ import { connectAdmin, figures, startHarness, structured, textOf, type Harness }
 import { isNet, loadSalesData, ordersBetween, type SalesData } from '../support/sales-data.js';
 
 type Tool = 'query_order_count' | 'query_sales' | 'query_top_products' | 'query_recent_orders' | 'query_metrics';
-type Field = 'start_date' | 'end_date' | 'status' | 'group_by' | 'metric' | 'limit';
+type Field =
+  'start_date' | 'end_date' | 'status' | 'group_by' | 'metric' | 'limit' | 'filters' | 'customer_fields' | 'metrics';
 type Args = Record<string, unknown>;
 
 const RANGE = { start_date: '2025-05-01', end_date: '2025-05-31' };
@@ -25,10 +26,13 @@ const TOOLS: Record<Tool, { readonly base: Args; readonly fields: readonly Field
   query_order_count: { base: { ...RANGE }, fields: ['start_date', 'end_date', 'status'] },
   query_sales: { base: { ...RANGE, group_by: 'week' }, fields: ['start_date', 'end_date', 'group_by'] },
   query_top_products: { base: { ...RANGE }, fields: ['start_date', 'end_date', 'limit', 'metric'] },
-  query_recent_orders: { base: { ...RANGE }, fields: ['start_date', 'end_date', 'status', 'limit'] },
+  query_recent_orders: {
+    base: { ...RANGE },
+    fields: ['start_date', 'end_date', 'status', 'limit', 'filters', 'customer_fields'],
+  },
   query_metrics: {
     base: { ...RANGE, metrics: ['revenue'], group_by: ['week'] },
-    fields: ['start_date', 'end_date', 'limit'],
+    fields: ['start_date', 'end_date', 'limit', 'filters', 'metrics'],
   },
 };
 const TOOL_NAMES = Object.keys(TOOLS) as Tool[];
@@ -42,7 +46,9 @@ const VALID: Record<(typeof STRING_FIELDS)[number], string> = {
   metric: 'units',
 };
 
-type Expected = { kind: 'ok' } | { kind: 'rejected'; names: string | RegExp } | { kind: 'protocol' };
+/** `nothing`: a valid call that no row can match (a region label that names no region): an answer of no rows. */
+type Expected =
+  { kind: 'ok' } | { kind: 'nothing' } | { kind: 'rejected'; names: string | RegExp } | { kind: 'protocol' };
 
 interface Case {
   readonly tool: Tool;
@@ -52,6 +58,7 @@ interface Case {
 }
 
 const ok: Expected = { kind: 'ok' };
+const nothing: Expected = { kind: 'nothing' };
 const protocol: Expected = { kind: 'protocol' };
 const rejected = (names: string | RegExp): Expected => ({ kind: 'rejected', names });
 
@@ -213,6 +220,58 @@ const LIMITS: readonly [string, unknown][] = [
 ];
 for (const [label, value] of LIMITS) inField('limit', label, value);
 
+// The list and object arguments: filters, customer_fields, metrics. A label (a region) is a value like
+// any other: bound as a parameter, it matches no region, and the answer has no rows.
+for (const payload of INJECTIONS) {
+  inField('filters', `region = ${JSON.stringify(payload)}`, { region: [payload] }, nothing);
+  inField('filters', `status = ${JSON.stringify(payload)}`, { status: [payload] }, rejected('filters.status.0'));
+  inField(
+    'filters',
+    `a filter named ${JSON.stringify(payload)}`,
+    { [payload]: ['Europe'] },
+    rejected(/(^|; )filters\."/),
+  );
+  inField('customer_fields', `= [${JSON.stringify(payload)}]`, [payload], rejected('customer_fields.0'));
+  inField('metrics', `= [${JSON.stringify(payload)}]`, [payload], rejected('metrics.0'));
+}
+const LIST_SHAPES: readonly [label: string, value: unknown][] = [
+  ['a string', 'Europe'],
+  ['null', null],
+  ['a number', 1],
+  ['an operator object', { $ne: null }],
+  ['an object nested 10,000 deep', nestedObject(10_000)],
+];
+for (const [label, value] of LIST_SHAPES) {
+  inField('filters', label, value, rejected(/(^|; )filters[.: ]/));
+  inField('filters', `region ${label}`, { region: value }, rejected('filters.region'));
+  inField('customer_fields', label, value);
+  inField('metrics', label, value);
+}
+inField('filters', 'region = [] (no value at all)', { region: [] }, rejected('filters.region'));
+inField(
+  'filters',
+  'region of 10,000 labels',
+  { region: Array.from({ length: 10_000 }, (_, i) => `r${i}`) },
+  rejected('filters.region'),
+);
+inField('filters', 'region = a 1 MB label', { region: ['x'.repeat(MB)] }, rejected('filters.region.0'));
+inField('filters', 'region = a label with a NUL', { region: ['Europe\u0000'] }, rejected('filters.region.0'));
+inField(
+  'filters',
+  '__proto__ as a filter',
+  JSON.parse('{"__proto__":{"region":["Europe"]}}'),
+  rejected('filters."__proto__"'),
+);
+inField('customer_fields', '= [] (say none by leaving it out)', [], rejected('customer_fields'));
+inField('customer_fields', 'twice the same field (one field, once)', ['email', 'email'], ok);
+inField('metrics', '= [] (none)', [], rejected('metrics'));
+inField(
+  'metrics',
+  'six metrics (more than 5)',
+  ['revenue', 'orders', 'net_orders', 'customers', 'units', 'refund_rate'],
+  rejected('metrics'),
+);
+
 // Unknown, look-alike and prototype-related keys.
 const EXTRA_MEMBERS: readonly [label: string, members: string, names: string | RegExp][] = [
   ['an extra country', '"country":"France"', '"country"'],
@@ -266,11 +325,22 @@ for (const [label, args] of [
 // Statements and stack frames a client must never see; echoes of the caller's own input are removed first.
 const LEAKS = [/select/i, /reporting\./i, /sales\./i, /postgres(?:ql)?:\/\//i, /^\s*at\s/m, /\.[cm]?[jt]s:\d+:\d+/];
 
+const tooDeep = (value: object): boolean => {
+  try {
+    JSON.stringify(value);
+    return false;
+  } catch {
+    return true;
+  }
+};
+
 /** The top-level keys and values of the arguments as the server would quote them (strings as they are). */
 function echoable(args: unknown): string[] {
   if (typeof args !== 'object' || args === null) return [];
   return Object.entries(args).flatMap(([key, value]) => {
     if (typeof value === 'string') return [key, value];
+    // A list or an object of strings (filters, customer_fields, metrics): its keys and strings are echoable too.
+    if (typeof value === 'object' && value !== null && !tooDeep(value)) return [key, ...echoable(value)];
     try {
       return [key, JSON.stringify(value) ?? String(value)];
     } catch {
@@ -363,6 +433,13 @@ async function expectContract(c: Case): Promise<void> {
     expect(result!.isError, text).toBeFalsy();
     expectSafe(text, []);
     expectCorrect(c.tool, c.args as Args, result!.structuredContent as unknown as Answer);
+    return;
+  }
+  if (c.expected.kind === 'nothing') {
+    expect(result!.isError, text).toBeFalsy();
+    expectSafe(text, inputs);
+    const answer = result!.structuredContent as unknown as Answer;
+    expect(answer.rows, text.slice(0, 300)).toEqual([]);
     return;
   }
   expect(result!.isError, `expected a rejection, got ${text.slice(0, 200)}`).toBe(true);

@@ -11,8 +11,9 @@ export function describeIssues(error: z.ZodError, rawArgs: unknown, knownArgs: r
   return error.issues.map((issue): ArgumentIssue => {
     const field = issue.path.length > 0 ? issue.path.join('.') : 'arguments';
     if (issue.code === 'unrecognized_keys' && issue.path.length > 0) {
-      // A key unknown inside an argument (a filter, say): named by its path, with the rule its schema gives.
-      const shown = issue.keys.slice(0, 5).map((k) => [...issue.path, k].join('.'));
+      // A key unknown inside an argument (a filter, say): named by its path, with the rule its schema gives;
+      // the caller's key quoted and cut short, as at the top level, so a hostile key is never echoed raw.
+      const shown = issue.keys.slice(0, 5).map((k) => `${issue.path.join('.')}.${quote(k)}`);
       if (issue.keys.length > 5) shown.push(`and ${issue.keys.length - 5} more`);
       return { field: shown.join(', '), rule: issue.message };
     }
