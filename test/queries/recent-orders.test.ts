@@ -305,7 +305,7 @@ describe('bad arguments are refused, naming the field', () => {
     [{ filters: { category: 'Books' } }, /filters\.category: must be an array, got a string/],
     [
       { filters: { product: ['SKU-1'] } },
-      /filters\.product: is not a known filter; the filters are region, category and status/,
+      /filters\."product": is not a known filter; the filters are region, category and status/,
     ],
     [
       { customer_fields: ['name'] },

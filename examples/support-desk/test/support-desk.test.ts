@@ -551,7 +551,7 @@ describe('rejected calls name the field and the rule', () => {
     [
       'query_recent_tickets',
       { ...RANGE, filters: { agent: ['A.B.'] } },
-      /filters\.agent: is not a known filter; the filters are team, priority and status/,
+      /filters\."agent": is not a known filter; the filters are team, priority and status/,
     ],
     [
       'query_recent_tickets',
