@@ -13,6 +13,7 @@ export interface Identity {
  * schema, which gives their types only (src/registry/outputs.ts, src/lib/result-shape.ts).
  */
 const ANSWER_FIELDS = [
+  'Money is in the currency (ISO 4217) of its row or total, and figures of two currencies are never added.',
   'Answers echo the range they cover; partial: true means it had not ended, and the figures stop at until (a comparison is cut at the same local time).',
   'A row of a day, week or month the range covers only in part says partial, with the first_day and last_day it counts.',
   'change_note says why change_pct is null. data_as_of: every commit before it is counted. data_stale: read from a replica further behind than allowed.',

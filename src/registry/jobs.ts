@@ -59,7 +59,7 @@ export function serveJobs(reports: Iterable<ReportEntry>, taken: (name: string) 
       description: `${report.name} as a job: answers at once with a job_id; poll get_report_job until completed (result is what ${report.name} answers) or failed. Example input: ${JSON.stringify(report.examples[0])}.`,
       inputSchema: jsonSchema(report.input, 'input') as Tool['inputSchema'],
       outputSchema: jobSchema,
-      annotations: { title: `${report.title} (as a job)`, ...SUBMIT_ANNOTATIONS },
+      annotations: SUBMIT_ANNOTATIONS,
     });
   }
   const entries = [...submitTools.values()];
@@ -76,7 +76,7 @@ export function serveJobs(reports: Iterable<ReportEntry>, taken: (name: string) 
         description: `A report job (${polled}) as it stands, with its result once completed. Poll it every poll_interval_ms until the state is final. Example input: {"job_id": "…"}.`,
         inputSchema: jsonSchema(jobIdInput, 'input') as Tool['inputSchema'],
         outputSchema: jobSchema,
-        annotations: { title: 'Report job', ...GET_ANNOTATIONS },
+        annotations: GET_ANNOTATIONS,
       },
       {
         name: CANCEL_JOB_TOOL,
@@ -84,7 +84,7 @@ export function serveJobs(reports: Iterable<ReportEntry>, taken: (name: string) 
         description: `Stops a pending or running report job (${polled}) and answers with it. Example input: {"job_id": "…"}.`,
         inputSchema: jsonSchema(jobIdInput, 'input') as Tool['inputSchema'],
         outputSchema: jobSchema,
-        annotations: { title: 'Cancel a report job', ...CANCEL_ANNOTATIONS },
+        annotations: CANCEL_ANNOTATIONS,
       },
     );
   }

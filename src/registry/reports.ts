@@ -58,8 +58,8 @@ export function serveReports(reports: readonly AnyReport[], templates: ReadonlyM
       title: report.title,
       description: `${report.description} Example input: ${JSON.stringify(report.examples[0])}.`,
       inputSchema,
-      outputSchema: jsonSchema(output, 'output') as Tool['outputSchema'],
-      annotations: { title: report.title, ...TOOL_ANNOTATIONS },
+      outputSchema: jsonSchema(output, 'output', inputSchema) as Tool['outputSchema'],
+      annotations: TOOL_ANNOTATIONS,
     });
   }
   return { byName, tools };

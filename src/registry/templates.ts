@@ -37,8 +37,9 @@ export function serveTemplates(
       title: template.title,
       description: describe(template, inputSchema),
       inputSchema,
-      outputSchema: jsonSchema(entry.output, 'output') as Tool['outputSchema'],
-      annotations: { title: template.title, ...TOOL_ANNOTATIONS },
+      outputSchema: jsonSchema(entry.output, 'output', inputSchema) as Tool['outputSchema'],
+      // The title is the tool's own; annotations.title would only repeat it.
+      annotations: TOOL_ANNOTATIONS,
     });
   }
   return { byName, tools, dimensions };

@@ -9,12 +9,28 @@ import type { AnyTemplate } from './types.js';
  * client reads these lists into a model's context on every session, so the generator's noise is left
  * out where leaving it out accepts and refuses exactly the same values (see `compact`).
  */
-export function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
+export function jsonSchema(
+  schema: z.ZodType,
+  io: 'input' | 'output',
+  input?: Record<string, unknown>,
+): Record<string, unknown> {
   const json = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
   delete json.$schema;
   if (json.type !== 'object') throw new ConfigError(`${io} schema must be an object`);
-  return compact(json, io) as Record<string, unknown>;
+  return compact(json, io, input === undefined ? new Set() : enumsOf(input)) as Record<string, unknown>;
 }
+
+/** The value lists a tool's input lists (null aside), as keys: an output echoing one needs only its type. */
+function enumsOf(schema: unknown, found = new Set<string>()): Set<string> {
+  if (typeof schema !== 'object' || schema === null) return found;
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === 'enum' && Array.isArray(value)) found.add(enumKey(value));
+    else enumsOf(value, found);
+  }
+  return found;
+}
+
+const enumKey = (values: readonly unknown[]): string => JSON.stringify(values.filter((v) => v !== null));
 
 /** Keywords under which a schema's values are themselves schemas, by name. */
 const SCHEMA_MAPS = new Set(['properties', '$defs', 'definitions', 'patternProperties']);
@@ -30,10 +46,16 @@ const VALUE_KEYWORDS = new Set(['enum', 'const', 'default', 'examples', 'require
  * - `anyOf: [X, {type: "null"}]` of a nullable, written as X with "null" added to its type (and to
  *   its enum or const): the same values pass, in a third of the bytes;
  * - in an output, `additionalProperties: false`: an answer is parsed by its zod schema before it is
- *   sent, which drops any key the schema does not name, so no answer can carry one.
+ *   sent, which drops any key the schema does not name, so no answer can carry one;
+ * - in an output, `description` and `minimum`: what a field means is said once, in the server's
+ *   instructions (money and its currency) or the tool's description, not on every field of every tool;
+ *   and a bound on an answer's value binds the server, whose own zod check enforces it before sending,
+ *   not the client reading it. Every field keeps its type, and every object its required list;
+ * - in an output, an `enum` the tool's input lists already (`period`, `group_by`): the answer echoes
+ *   what the caller gave, which the input's list bounded; the field keeps its type.
  */
-function compact(schema: unknown, io: 'input' | 'output'): unknown {
-  if (Array.isArray(schema)) return schema.map((s) => compact(s, io));
+function compact(schema: unknown, io: 'input' | 'output', echoed: ReadonlySet<string> = new Set()): unknown {
+  if (Array.isArray(schema)) return schema.map((s) => compact(s, io, echoed));
   if (typeof schema !== 'object' || schema === null) return schema;
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(schema)) {
@@ -44,16 +66,18 @@ function compact(schema: unknown, io: 'input' | 'output'): unknown {
       continue;
     if (key === 'propertyNames' && isOnlyStringType(value)) continue;
     if (key === 'additionalProperties' && value === false && io === 'output') continue;
+    if (io === 'output' && (key === 'description' || key === 'minimum')) continue;
+    if (io === 'output' && key === 'enum' && 'type' in schema && echoed.has(enumKey(value as unknown[]))) continue;
     if (key === 'additionalProperties' && isEmptySchema(value)) continue;
     if (VALUE_KEYWORDS.has(key)) out[key] = value;
-    else out[key] = SCHEMA_MAPS.has(key) ? compactEach(value, io) : compact(value, io);
+    else out[key] = SCHEMA_MAPS.has(key) ? compactEach(value, io, echoed) : compact(value, io, echoed);
   }
   return mergeNullable(out);
 }
 
-function compactEach(map: unknown, io: 'input' | 'output'): unknown {
+function compactEach(map: unknown, io: 'input' | 'output', echoed: ReadonlySet<string>): unknown {
   if (typeof map !== 'object' || map === null) return map;
-  return Object.fromEntries(Object.entries(map).map(([name, s]) => [name, compact(s, io)]));
+  return Object.fromEntries(Object.entries(map).map(([name, s]) => [name, compact(s, io, echoed)]));
 }
 
 const isEmptySchema = (value: unknown): boolean =>

@@ -1,8 +1,9 @@
 /**
  * The listed JSON schemas leave out the generator's noise (src/registry/tools.ts) on the claim that
  * the same values pass: held here against zod's own JSON schema, both compiled by ajv, over values
- * on each side of every rule the compaction touches. Outputs drop `additionalProperties: false`,
- * which does admit an unknown key; that is why only outputs drop it (their answers are parsed first).
+ * on each side of every rule the compaction touches. Outputs drop `additionalProperties: false` and
+ * `minimum`, which does admit an unknown key and a negative count; that is why only outputs drop them
+ * (their answers are parsed by the server's zod schema before they are sent).
  */
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
@@ -47,13 +48,26 @@ describe('the listed JSON schema', () => {
       const listed = jsonSchema(schema, io);
       const [before, after] = [compile(own), compile(listed)];
       const outcomes = values.map((value) => [before(value), after(value)]);
-      // An output lists no additionalProperties: false, so the value with an unknown key is its one difference.
+      // An output lists no additionalProperties: false and no minimum: the values with an unknown key and
+      // with a negative count are its only differences.
       const differing = values.filter((_, i) => outcomes[i]![0] !== outcomes[i]![1]);
-      expect(differing).toEqual(io === 'input' ? [] : [values.at(-1)]);
+      expect(differing).toEqual(io === 'input' ? [] : [values[2], values.at(-1)]);
       expect(outcomes.filter(([b]) => b).length).toBeGreaterThanOrEqual(2);
       expect(outcomes.filter(([b]) => !b).length).toBeGreaterThanOrEqual(8);
       expect(JSON.stringify(listed).length).toBeLessThan(JSON.stringify(own).length * 0.75);
       expect(JSON.stringify(listed)).not.toMatch(/anyOf|9007199254740991|propertyNames/);
     });
   }
+
+  it("leaves out of an output an enum the tool's input lists already, and keeps every other", () => {
+    const output = z.object(shape);
+    const input = jsonSchema(z.strictObject({ status: z.enum(['paid', 'refunded']).optional() }), 'input');
+    const pending = { count: 1, signed: 0, status: 'pending', note: null, total: null };
+    expect(compile(jsonSchema(output, 'output'))(pending)).toBe(false);
+    const echoed = jsonSchema(output, 'output', input);
+    expect(compile(echoed)(pending)).toBe(true);
+    expect((echoed.properties as Record<string, unknown>).status).toEqual({ type: ['string', 'null'] });
+    const other = jsonSchema(z.strictObject({ status: z.enum(['paid']).optional() }), 'input');
+    expect(compile(jsonSchema(output, 'output', other))(pending)).toBe(false);
+  });
 });
