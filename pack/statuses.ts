@@ -6,4 +6,4 @@ export type OrderStatus = (typeof ORDER_STATUSES)[number];
 /** Statuses left out of revenue: the money did not stay with the company. */
 export const NON_REVENUE_STATUSES: readonly OrderStatus[] = ['cancelled', 'refunded'];
 
-export const orderStatus = oneOf(ORDER_STATUSES, 'Order status');
+export const orderStatus = oneOf(ORDER_STATUSES);

@@ -67,8 +67,8 @@ export const queryOrderCount = defineTemplate({
   name: 'query_order_count',
   title: 'Count orders',
   description: [
-    'Counts the orders placed in a range, every status including cancelled and refunded ones, with by_status when no status is given.',
-    'Use it for "how many orders last week?" or "how many were refunded in March?"; compare_to adds an earlier range and the change.',
+    'Counts the orders placed in a range, of every status (cancelled and refunded included), with by_status when no status is given.',
+    'Use it for "how many orders last week?" or "how many were refunded in March?".',
   ].join(' '),
   input,
   examples: [

@@ -55,21 +55,21 @@ const ORDER_COLUMNS = ['o.id as order_ref', 'o.ordered_at', 'o.status', 'o.curre
 const filters = z
   .strictObject(
     {
-      region: filterValues(label, 20, 'Customer regions, as query_sales by region names them'),
-      category: filterValues(label, 20, 'Product categories: orders holding an item of one of them'),
-      status: filterValues(orderStatus, ORDER_STATUSES.length, 'Order statuses'),
+      region: filterValues(label, 20, 'Customer regions'),
+      category: filterValues(label, 20, 'Orders holding an item of one of these categories'),
+      status: filterValues(orderStatus, ORDER_STATUSES.length),
     },
     { error: 'is not a known filter; the filters are region, category and status' },
   )
   .optional()
-  .describe('Keeps the orders matching every filter given, e.g. {"region": ["Europe"]}');
+  .describe('Orders matching every filter given, e.g. {"region": ["Europe"]}');
 
 const CHECKED_RANGE = { start_date: '2025-03-01', end_date: '2025-03-31' };
 
 const input = z
   .strictObject({
     ...dateRangeFields,
-    status: orderStatus.optional().describe('Only orders in this status; omit for every status'),
+    status: orderStatus.optional().describe('Only orders in this status'),
     filters,
     customer_fields: namedFields(FIELD_NAMES, 'customer'),
     limit: rowLimit(20),
@@ -99,12 +99,9 @@ export const queryRecentOrders = defineTemplate({
   name: 'query_recent_orders',
   title: 'Most recent orders',
   description: [
-    'Lists the most recent orders placed between start_date and end_date (both inclusive, at most 90 days), newest first.',
-    'Use it to look at individual orders: "the last 20 pending orders", "the 10 latest orders from Europe", "latest refunds this week".',
-    'filters keep orders of some regions, product categories or statuses, e.g. {"region": ["Europe"]}; status keeps one status.',
-    'Rows carry no customer data unless customer_fields names it (initials, email, phone_last4, region, ref), masked (email keeps its first letter and domain); ref is a stable customer token that links the same customer across calls, so ask for it only to count or follow customers.',
-    'order_ref is a stable reference of the order, not its internal id; ordered_at is ISO 8601 in UTC.',
-    'limit is 1..100 (default 20).',
+    'The most recent orders in a range, newest first: order_ref (a stable reference, not the internal id), ordered_at (ISO 8601, UTC), status, currency, total_amount.',
+    'Use it to look at individual orders: "the 10 latest orders from Europe", "latest refunds this week".',
+    'Rows carry customer data only as customer_fields names it, masked; ref links one customer across calls, so ask for it only to count or follow customers.',
   ].join(' '),
   input,
   examples: [

@@ -77,7 +77,7 @@ type Grouping = (typeof GROUPINGS)[number];
 const input = z
   .strictObject({
     ...dateRangeFields,
-    group_by: oneOf(GROUPINGS, 'How to group the sales'),
+    group_by: oneOf(GROUPINGS),
     region: z
       .string()
       .min(1)
@@ -174,9 +174,9 @@ export const querySales = defineTemplate({
   name: 'query_sales',
   title: 'Net sales by period, region or category',
   description: [
-    'Net revenue, orders and average order value by day, ISO week, month, customer region or product category: one row per group and currency, money never added across currencies.',
-    'Net sales leave out cancelled and refunded orders; by category, order_count counts the orders holding an item of it.',
-    'Use it for "revenue by region this month" or "daily sales in Europe last week" (region keeps to one region); compare_to adds an earlier range and the change.',
+    'Net revenue, orders and average order value by day, ISO week, month, customer region or product category: a row per group and currency.',
+    'By category, order_count counts the orders holding an item of it.',
+    'Use it for "revenue by region this month" or "daily sales in Europe last week" (region keeps to one region).',
   ].join(' '),
   input,
   examples: [

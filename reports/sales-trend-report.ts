@@ -78,7 +78,7 @@ export const salesTrendReport = defineReport({
   title: 'Weekly sales trend',
   description: [
     `Net revenue, orders and average order value per ISO week and currency, up to ${MAX_TREND_WEEKS} weeks, with each week's revenue change.`,
-    'Use it for "how have sales trended this quarter, week by week?". A client that cannot wait can run it as a job (submit_trend_report).',
+    'Use it for "how have sales trended this quarter, week by week?"; submit_trend_report runs it as a job.',
   ].join(' '),
   input,
   examples: [{ weeks: 12 }, { weeks: 52, through_week: '2025-W26' }],

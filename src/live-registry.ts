@@ -20,10 +20,13 @@ export function createLiveRegistry(initial: Registry): LiveRegistry {
     get tools() {
       return current.tools;
     },
+    get answerSchemas() {
+      return current.answerSchemas;
+    },
     get dataScopeDimensions() {
       return current.dataScopeDimensions;
     },
-    toolsFor: (caller) => current.toolsFor(caller),
+    toolsFor: (caller, listing) => current.toolsFor(caller, listing),
     call: (name, args, deps, options) => current.call(name, args, deps, options),
     runsAsJob: (name) => current.runsAsJob(name),
     mayRunAsJob: (caller, name) => current.mayRunAsJob(caller, name),

@@ -1,6 +1,7 @@
 /**
- * The public contract of the tools a set of packs serves: each tool's name, input schema and output
- * schema, exactly as `tools/list` gives them. Clients and report scripts depend on it, so a copy is
+ * The public contract of the tools a set of packs serves: each tool's name, its input schema exactly
+ * as `tools/list` gives it, and its whole answer schema (every field typed, down to the rows' columns),
+ * which the listed output schema outlines. Clients and report scripts depend on it, so a copy is
  * committed (contract/tools.json) and a test fails when the live one differs; nothing needs a database.
  */
 import type { Pack } from './pack.js';
@@ -20,11 +21,12 @@ export function publicContract(packs: readonly Pack[]): PublicContract {
     packs.map((pack) => [
       pack.name,
       // With a job store, as a deployment serves them: the job tools are part of the contract.
-      createRegistry(pack.templates, { reports: pack.reports ?? [], jobs: true }).tools.map((tool) => ({
-        name: tool.name,
-        inputSchema: sortedKeys(tool.inputSchema),
-        outputSchema: sortedKeys(tool.outputSchema),
-      })),
+      ((registry) =>
+        registry.tools.map((tool) => ({
+          name: tool.name,
+          inputSchema: sortedKeys(tool.inputSchema),
+          outputSchema: sortedKeys(registry.answerSchemas.get(tool.name)),
+        })))(createRegistry(pack.templates, { reports: pack.reports ?? [], jobs: true })),
     ]),
   );
 }

@@ -150,8 +150,9 @@ describe.each(target.packs.map((pack) => [pack.name, pack] as const))('contract:
       });
     }
 
-    it('contract: results of its examples and widest calls validate against the listed outputSchema', async () => {
+    it('contract: results of its examples and widest calls validate against the listed outputSchema and the whole answer schema', async () => {
       const tool = listed(template);
+      const answer = createRegistry([template]).answerSchemas.get(template.name)!;
       const calls = [
         ...template.examples.map((args, i) => [`example ${i + 1} ${JSON.stringify(args)}`, args] as const),
         ...widestArguments(template, lastDay).map((args) => [`widest ${JSON.stringify(args)}`, args] as const),
@@ -159,7 +160,13 @@ describe.each(target.packs.map((pack) => [pack.name, pack] as const))('contract:
       const found: Violation[] = [];
       for (const [label, args] of calls) {
         found.push(
-          ...outputViolations(template, tool, label, await call(template.name, args as Record<string, unknown>)),
+          ...outputViolations(
+            template,
+            tool,
+            label,
+            await call(template.name, args as Record<string, unknown>),
+            answer,
+          ),
         );
       }
       expectNone(found);
@@ -321,7 +328,7 @@ describe('contract: each rule fails on a template that breaks it', () => {
     }
   });
 
-  it('output schema: a result that leaves out a declared field, and a failed call', () => {
+  it('output schema: a result that leaves out a declared field, one whose rows break the answer schema, and a failed call', () => {
     const tool = toolOf(ranged)!;
     const required = (tool.outputSchema!.required ?? []) as string[];
     expect(required.length).toBeGreaterThan(0);
@@ -330,6 +337,17 @@ describe('contract: each rule fails on a template that breaks it', () => {
       structuredContent: { [required[1] ?? 'x']: 'not all of it' },
     });
     expect(missing[0]?.message).toMatch(/breaks its outputSchema: .*must have required property/);
+    // What the outline lets through, the whole answer schema it outlines still refuses.
+    const outlined = { ...tool, outputSchema: { type: 'object' as const } };
+    const answer = { type: 'object', properties: { rows: { type: 'array', items: { required: ['currency'] } } } };
+    const broken = outputViolations(
+      ranged,
+      outlined,
+      'a call',
+      { content: [], structuredContent: { rows: [{}] } },
+      answer,
+    );
+    expect(broken.map((v) => v.message)).toEqual([expect.stringMatching(/breaks its answer schema: .*currency/)]);
     const failed = outputViolations(ranged, tool, 'a call', {
       isError: true,
       content: [{ type: 'text', text: 'boom' }],

@@ -36,8 +36,7 @@ export const jobIdInput = z.strictObject({
   job_id: z
     .string()
     .min(1, { error: 'must not be empty' })
-    .max(100, { error: 'is not a job id (at most 100 characters)' })
-    .describe('The job_id the submit tool answered with'),
+    .max(100, { error: 'is not a job id (at most 100 characters)' }),
 });
 
 const JOB_ERROR = z.object({ code: z.string(), message: z.string() });

@@ -7,11 +7,12 @@ export const MAX_ROWS = 100;
 /** A closed set of strings; the error lists every allowed value (the listed schema's enum already does). */
 export function oneOf<const T extends readonly [string, ...string[]]>(
   values: T,
-  what: string,
+  what?: string,
 ): z.ZodEnum<{ [K in T[number]]: K }> {
-  return z
-    .enum(values, { error: (iss) => `${quote(iss.input)} is not allowed; use one of ${values.join(', ')}` })
-    .describe(what);
+  const schema = z.enum(values, {
+    error: (iss) => `${quote(iss.input)} is not allowed; use one of ${values.join(', ')}`,
+  });
+  return what === undefined ? schema : schema.describe(what);
 }
 
 /** A whole number of rows between 1 and MAX_ROWS. */
@@ -21,8 +22,7 @@ export function rowLimit(fallback: number): z.ZodDefault<z.ZodNumber> {
     .min(1, { error: 'must be at least 1', abort: true })
     .max(MAX_ROWS, { error: `must be at most ${MAX_ROWS}`, abort: true })
     .int()
-    .default(fallback)
-    .describe('Rows to return at most');
+    .default(fallback);
 }
 
 /**
@@ -39,11 +39,7 @@ export const label = z
   .refine((value) => !/[\u0000-\u001f\u007f]/.test(value), { error: 'must hold no control characters' });
 
 /** A filter's values (`filters: { region: [...] }`): one or more, at most `max`, each as `value` checks it. */
-export function filterValues<T extends z.ZodType>(value: T, max: number, what: string): z.ZodOptional<z.ZodArray<T>> {
-  return z
-    .array(value)
-    .min(1, { error: 'give at least one value, or leave it out' })
-    .max(max)
-    .optional()
-    .describe(what);
+export function filterValues<T extends z.ZodType>(value: T, max: number, what?: string): z.ZodOptional<z.ZodArray<T>> {
+  const values = z.array(value).min(1, { error: 'give at least one value, or leave it out' }).max(max).optional();
+  return what === undefined ? values : values.describe(what);
 }

@@ -14,10 +14,8 @@ export type Comparison = (typeof COMPARISONS)[number];
 
 /** The optional argument, spread into a tool's input. */
 export const compareToField = {
-  compare_to: oneOf(
-    COMPARISONS,
-    'Adds an earlier range and the change: previous_period (as long, just before) or previous_year (52 weeks back for whole ISO weeks)',
-  ).optional(),
+  // What each comparison means the server's instructions say once, for every tool that takes it.
+  compare_to: oneOf(COMPARISONS).optional(),
 };
 
 const DAY_MS = 86_400_000;

@@ -48,27 +48,26 @@ export function quote(value: unknown): string {
   return Array.isArray(value) ? 'an array' : `a value of type ${typeof value}`;
 }
 
-const calendarDay = (what: string): z.ZodString =>
+/** A day in YYYY-MM-DD form that the calendar has. What the range's days mean the server's instructions say once. */
+const calendarDay = (): z.ZodString =>
   z
     .string()
     .regex(ISO_DAY, { error: (iss) => `${quote(iss.input)} is not a date in YYYY-MM-DD form`, abort: true })
     .refine((value) => parseDay(value) !== undefined, {
       error: (iss) => `${quote(iss.input)} is not a real calendar day`,
       abort: true,
-    })
-    .describe(`${what}, inclusive`);
+    });
 
 /**
  * The date fields, spread into each tool's input object: two days, or a period the server resolves
  * at call time in the reporting time zone (src/lib/periods.ts), never both.
  */
 export const dateRangeFields = {
-  start_date: calendarDay('First day').optional(),
-  end_date: calendarDay('Last day').optional(),
+  start_date: calendarDay().optional(),
+  end_date: calendarDay().optional(),
   period: z
     .enum(PERIODS, { error: (iss) => `${quote(iss.input)} is not allowed; use one of ${PERIODS.join(', ')}` })
-    .optional()
-    .describe('Instead of the dates: weeks run Monday to Sunday, last_N_days end yesterday'),
+    .optional(),
 };
 
 export interface DateRangeInput {

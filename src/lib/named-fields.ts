@@ -16,13 +16,11 @@ export function namedFields<const T extends readonly [string, ...string[]]>(
   person: string,
 ): z.ZodOptional<z.ZodArray<z.ZodEnum<{ [K in T[number]]: K }>>> {
   return z
-    .array(oneOf(names, `${person[0]!.toUpperCase()}${person.slice(1)} field`))
+    .array(oneOf(names))
     .min(1, { error: 'name at least one field, or leave it out for none' })
     .max(names.length)
     .optional()
-    .describe(
-      `Masked ${person} fields to add to each row (none by default); ref is a stable ${person} token, to count or follow ${person}s`,
-    );
+    .describe(`Masked ${person} fields to add to each row (none by default)`);
 }
 
 /** A field not named, selected as NULL under its row key: no column is read for it. */

@@ -118,22 +118,18 @@ export function metricsTemplate(
   );
   const input = z
     .strictObject({
-      metrics: z
-        .array(z.enum(metricNames))
-        .min(1)
-        .max(MAX_METRICS)
-        .describe(`1..${MAX_METRICS} metrics; what each means: querygate://catalog`),
-      group_by: z.array(z.enum(dimensionNames)).max(2).optional().describe('0..2 dimensions; omit for totals only'),
+      metrics: z.array(z.enum(metricNames)).min(1).max(MAX_METRICS).describe('Their meanings: querygate://catalog'),
+      group_by: z.array(z.enum(dimensionNames)).max(2).optional().describe('Omit for totals only'),
       filters: z
         .strictObject(filterFields, {
           error: `is not a known filter; the filters are ${model.attributes.map((a) => a.name).join(', ')}`,
         })
         .optional()
-        .describe('Keep only rows whose attribute is one of the values, e.g. {"region":["Europe"]}'),
+        .describe('Rows whose attribute is one of the values, e.g. {"region":["Europe"]}'),
       ...dateRangeFields,
       ...compareToField,
       order_by: z.enum(metricNames).optional().describe('A metric asked for: rows biggest first'),
-      limit: rowLimit(MAX_ROWS).describe(`Rows per currency, 1..${MAX_ROWS} (default ${MAX_ROWS})`),
+      limit: rowLimit(MAX_ROWS).describe('Rows per currency'),
     })
     .superRefine((value, ctx) => {
       const dup = (list: readonly string[] | undefined): string | undefined =>
@@ -309,8 +305,8 @@ export function metricsTemplate(
           .map((q) => JSON.stringify(q.question))
           .join(' or ') || 'totals and breakdowns'
       }.`,
-      'totals are exact over every matching row, never summed from the rows listed; money is per currency; a bucket the range covers in part says partial.',
-      'Metrics, dimensions and example calls: querygate://catalog.',
+      'A row holds its dimensions and the metrics asked, per currency when one is money; totals are exact over every matching row.',
+      'Metrics, dimensions and examples: querygate://catalog.',
     ].join(' '),
     input: input as unknown as z.ZodType<MetricsArgs>,
     examples,

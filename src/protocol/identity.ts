@@ -9,10 +9,14 @@ export interface Identity {
 }
 
 /**
- * What the fields every answer may carry mean, said once here rather than in each tool's output
- * schema, which gives their types only (src/registry/outputs.ts, src/lib/result-shape.ts).
+ * What the arguments and answer fields many tools share mean, said once here rather than in every
+ * tool's listing: the listed input schemas leave out these arguments' descriptions, and the listed
+ * output schemas the shared fields themselves (src/registry/tools.ts, src/registry/outputs.ts).
  */
 const ANSWER_FIELDS = [
+  'A tool taking start_date and end_date takes a period instead, e.g. {"period":"last_week"}: weeks run Monday to Sunday, and last_N_days end yesterday.',
+  'compare_to adds an earlier range and the change: previous_period (as long, just before) or previous_year (52 weeks back for whole ISO weeks).',
+  "Output schemas type each tool's own fields, and rows as flat objects whose columns are named as the tool's arguments name them; every answer also echoes its range (start_date, end_date, time_zone, starts_at and ends_before in UTC, period, partial, until) and carries data_as_of, and data_stale and data_scope when they apply.",
   'Money is in the currency (ISO 4217) of its row or total, and figures of two currencies are never added.',
   'Answers echo the range they cover; partial: true means it had not ended, and the figures stop at until (a comparison is cut at the same local time).',
   'A row of a day, week or month the range covers only in part says partial, with the first_day and last_day it counts.',

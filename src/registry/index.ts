@@ -48,10 +48,16 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
   const { limits } = options;
   const runFor = reportRunner(served.byName, limits);
 
+  const answerSchemas = new Map([...served.answers, ...reports.answers, ...jobs.answers]);
+
   return {
     tools,
+    answerSchemas,
     dataScopeDimensions: served.dimensions,
-    toolsFor: (caller) => (caller.tools || scopeOf(caller) ? tools.filter((t) => allowed(caller, t.name)) : tools),
+    toolsFor: (caller, listing) => {
+      const visible = caller.tools || scopeOf(caller) ? tools.filter((t) => allowed(caller, t.name)) : tools;
+      return listing?.tasks ? visible.filter((t) => !jobs.isJobTool(t.name)) : visible;
+    },
     runsAsJob: (name) => jobs.entries.some((entry) => entry.report.name === name),
     mayRunAsJob,
     submit: async (name, args, deps, options) => {

@@ -55,12 +55,21 @@ export interface Registry {
   /** Every tool exactly as `tools/list` returns it, computed once. */
   readonly tools: readonly Tool[];
   /**
+   * Each tool's whole answer schema, every field typed down to the rows' columns, by tool name: its
+   * listed output schema outlines it (src/registry/tools.ts).
+   */
+  readonly answerSchemas: ReadonlyMap<string, Record<string, unknown>>;
+  /**
    * The data-scope dimensions the packs of the served templates declare: a caller's scope may name
    * these only (one scoped on another sees no template).
    */
   readonly dataScopeDimensions: ReadonlySet<string>;
-  /** The tools one caller may see: those of its toolset that can apply its data scope. */
-  toolsFor(caller: Caller): readonly Tool[];
+  /**
+   * The tools one caller may see: those of its toolset that can apply its data scope. A client of the
+   * tasks extension (`tasks`) runs a report in the background as a task, so its list leaves out the
+   * job tools, which it may still call.
+   */
+  toolsFor(caller: Caller, listing?: { readonly tasks?: boolean }): readonly Tool[];
   /**
    * Runs a tool. Bad arguments, refusals and database trouble come back as isError results; an
    * unknown tool, or one the caller may not see, throws the protocol error -32602.

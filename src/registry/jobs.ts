@@ -25,7 +25,7 @@ import { callRecord, successResult, type CallRecord } from './call/record.js';
 import type { ReportEntry } from './entries.js';
 import type { CallDeps, CallOptions, Registry } from './interface.js';
 import { reportCall, type RunFor } from './reports.js';
-import { jsonSchema } from './tools.js';
+import { jsonSchema, outline } from './tools.js';
 import { TOOL_NAME, type TemplateLimits } from './types.js';
 
 export interface ServedJobs {
@@ -35,6 +35,8 @@ export interface ServedJobs {
   /** The output of get_report_job and cancel_report_job, when any report runs as a job. */
   readonly output: z.ZodObject | undefined;
   readonly tools: readonly Tool[];
+  /** Each job tool's whole answer schema (a job), which its listing outlines. */
+  readonly answers: ReadonlyMap<string, Record<string, unknown>>;
   /** True for a submit tool, get_report_job and cancel_report_job, when they are served. */
   isJobTool(name: string): boolean;
 }
@@ -43,7 +45,8 @@ export interface ServedJobs {
 export function serveJobs(reports: Iterable<ReportEntry>, taken: (name: string) => boolean): ServedJobs {
   const submitTools = new Map<string, ReportEntry>();
   const tools: Tool[] = [];
-  const jobSchema = jsonSchema(jobOutput(LISTED_JOB_RESULT), 'output') as Tool['outputSchema'];
+  const jobAnswer = jsonSchema(jobOutput(LISTED_JOB_RESULT), 'output');
+  const jobSchema = outline(jobAnswer) as Tool['outputSchema'];
   for (const entry of reports) {
     const { report } = entry;
     if (!report.job) continue;
@@ -56,7 +59,7 @@ export function serveJobs(reports: Iterable<ReportEntry>, taken: (name: string) 
     tools.push({
       name,
       title: `${report.title} (as a job)`,
-      description: `${report.name} as a job: answers at once with a job_id; poll get_report_job until completed (result is what ${report.name} answers) or failed. Example input: ${JSON.stringify(report.examples[0])}.`,
+      description: `${report.name} as a job: answers at once with a job_id; poll get_report_job until the state is final (its result is what ${report.name} answers). Example input: ${JSON.stringify(report.examples[0])}.`,
       inputSchema: jsonSchema(report.input, 'input') as Tool['inputSchema'],
       outputSchema: jobSchema,
       annotations: SUBMIT_ANNOTATIONS,
@@ -73,7 +76,7 @@ export function serveJobs(reports: Iterable<ReportEntry>, taken: (name: string) 
       {
         name: GET_JOB_TOOL,
         title: 'Report job',
-        description: `A report job (${polled}) as it stands, with its result once completed. Poll it every poll_interval_ms until the state is final. Example input: {"job_id": "…"}.`,
+        description: `A report job (${polled}) as it stands, with its result once completed; poll it every poll_interval_ms until the state is final.`,
         inputSchema: jsonSchema(jobIdInput, 'input') as Tool['inputSchema'],
         outputSchema: jobSchema,
         annotations: GET_ANNOTATIONS,
@@ -81,7 +84,7 @@ export function serveJobs(reports: Iterable<ReportEntry>, taken: (name: string) 
       {
         name: CANCEL_JOB_TOOL,
         title: 'Cancel a report job',
-        description: `Stops a pending or running report job (${polled}) and answers with it. Example input: {"job_id": "…"}.`,
+        description: `Stops a pending or running report job (${polled}) and answers with it.`,
         inputSchema: jsonSchema(jobIdInput, 'input') as Tool['inputSchema'],
         outputSchema: jobSchema,
         annotations: CANCEL_ANNOTATIONS,
@@ -90,7 +93,8 @@ export function serveJobs(reports: Iterable<ReportEntry>, taken: (name: string) 
   }
   const isJobTool = (name: string): boolean =>
     submitTools.has(name) || (entries.length > 0 && (name === GET_JOB_TOOL || name === CANCEL_JOB_TOOL));
-  return { submitTools, entries, output, tools, isJobTool };
+  const answers = new Map(tools.map((tool) => [tool.name, jobAnswer]));
+  return { submitTools, entries, output, tools, answers, isJobTool };
 }
 
 /**

@@ -4,7 +4,19 @@
  * (src/protocol/identity.ts) and the listed schemas carry only their types.
  */
 import { z } from 'zod';
+import { rangeEcho } from '../lib/result-shape.js';
 import type { AnyTemplate } from './types.js';
+
+/**
+ * The answer fields every tool shares: the range it echoes and what the registry adds. The server's
+ * instructions say what they mean once, and no tool's listed output schema repeats them.
+ */
+export const SHARED_ANSWER_FIELDS: ReadonlySet<string> = new Set([
+  ...Object.keys(rangeEcho),
+  'data_as_of',
+  'data_stale',
+  'data_scope',
+]);
 
 /** Groups left out of the answer for standing for fewer people than the small-group threshold. */
 export const SUPPRESSED_GROUPS = z.number().int().nonnegative();

@@ -17,18 +17,21 @@ import type { Entry, ReportEntry } from './entries.js';
 import type { CallDeps, CallOptions } from './interface.js';
 import { DATA_AS_OF, DATA_SCOPE, scopable } from './outputs.js';
 import { resolvePeriods } from './periods.js';
-import { jsonSchema } from './tools.js';
+import { jsonSchema, outline } from './tools.js';
 import { TOOL_ANNOTATIONS, TOOL_NAME, type TemplateLimits } from './types.js';
 
 export interface ServedReports {
   readonly byName: ReadonlyMap<string, ReportEntry>;
   readonly tools: readonly Tool[];
+  /** Each report's whole answer schema, which its listing outlines. */
+  readonly answers: ReadonlyMap<string, Record<string, unknown>>;
 }
 
 /** Checks each report (its name, words, examples, output, and that its templates are served) and lists it. */
 export function serveReports(reports: readonly AnyReport[], templates: ReadonlyMap<string, Entry>): ServedReports {
   const byName = new Map<string, ReportEntry>();
   const tools: Tool[] = [];
+  const answers = new Map<string, Record<string, unknown>>();
   for (const report of reports) {
     const where = `report ${report.name}`;
     if (!TOOL_NAME.test(report.name)) throw new ConfigError(`${where}: name must be snake_case verb_noun`);
@@ -53,16 +56,18 @@ export function serveReports(reports: readonly AnyReport[], templates: ReadonlyM
       ...(scopable(report.uses) ? { data_scope: DATA_SCOPE } : {}),
     });
     byName.set(report.name, { report, output, knownArgs: Object.keys(inputSchema.properties ?? {}) });
+    const answer = jsonSchema(output, 'output', inputSchema);
+    answers.set(report.name, answer);
     tools.push({
       name: report.name,
       title: report.title,
       description: `${report.description} Example input: ${JSON.stringify(report.examples[0])}.`,
       inputSchema,
-      outputSchema: jsonSchema(output, 'output', inputSchema) as Tool['outputSchema'],
+      outputSchema: outline(answer) as Tool['outputSchema'],
       annotations: TOOL_ANNOTATIONS,
     });
   }
-  return { byName, tools };
+  return { byName, tools, answers };
 }
 
 /** Gives a report's run (or its check) the way to run one of its templates for one call. */

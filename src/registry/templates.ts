@@ -6,12 +6,14 @@ import { checkContract, checkDeclaration, checkStatements } from './checks/index
 import type { Entry } from './entries.js';
 import { DATA_AS_OF, DATA_SCOPE, DATA_STALE, FIGURES_COVER, scopable, SUPPRESSED_GROUPS } from './outputs.js';
 import { shapedColumns } from './shaping/rows.js';
-import { describe, jsonSchema } from './tools.js';
+import { describe, jsonSchema, outline } from './tools.js';
 import { DEFAULT_SMALL_GROUP_THRESHOLD, TOOL_ANNOTATIONS, type AnyTemplate } from './types.js';
 
 export interface ServedTemplates {
   readonly byName: ReadonlyMap<string, Entry>;
   readonly tools: readonly Tool[];
+  /** Each tool's whole answer schema, which its listing outlines. */
+  readonly answers: ReadonlyMap<string, Record<string, unknown>>;
   /** The data-scope dimensions the templates' packs declare. */
   readonly dimensions: ReadonlySet<string>;
 }
@@ -23,6 +25,7 @@ export function serveTemplates(
 ): ServedTemplates {
   const byName = new Map<string, Entry>();
   const tools: Tool[] = [];
+  const answers = new Map<string, Record<string, unknown>>();
   const dimensions = new Set<string>();
   for (const template of templates) {
     for (const dimension of checkDeclaration(template)) dimensions.add(dimension);
@@ -32,17 +35,19 @@ export function serveTemplates(
     const entry = templateEntry(template, inputSchema, thresholds[template.name] ?? DEFAULT_SMALL_GROUP_THRESHOLD);
     byName.set(template.name, entry);
     checkStatements(template, inputSchema);
+    const answer = jsonSchema(entry.output, 'output', inputSchema);
+    answers.set(template.name, answer);
     tools.push({
       name: template.name,
       title: template.title,
-      description: describe(template, inputSchema),
+      description: describe(template),
       inputSchema,
-      outputSchema: jsonSchema(entry.output, 'output', inputSchema) as Tool['outputSchema'],
+      outputSchema: outline(answer) as Tool['outputSchema'],
       // The title is the tool's own; annotations.title would only repeat it.
       annotations: TOOL_ANNOTATIONS,
     });
   }
-  return { byName, tools, dimensions };
+  return { byName, tools, answers, dimensions };
 }
 
 /** A checked template's entry: its output with what the registry adds, and its small-group threshold. */

@@ -1,13 +1,14 @@
 /** How a tool is listed: its JSON schemas and the description a model chooses it by. */
-import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
+import { SHARED_ANSWER_FIELDS } from './outputs.js';
 import type { AnyTemplate } from './types.js';
 
 /**
- * A zod schema as the JSON schema `tools/list` gives; an input or output must be an object. Every
- * client reads these lists into a model's context on every session, so the generator's noise is left
- * out where leaving it out accepts and refuses exactly the same values (see `compact`).
+ * A zod schema as a JSON schema; an input or output must be an object. An input is listed as it is
+ * given here; an output given here is the tool's whole answer schema, which `tools/list` outlines
+ * (`outline`). Every client reads these lists into a model's context on every session, so the
+ * generator's noise is left out (see `compact`).
  */
 export function jsonSchema(
   schema: z.ZodType,
@@ -19,6 +20,36 @@ export function jsonSchema(
   if (json.type !== 'object') throw new ConfigError(`${io} schema must be an object`);
   return compact(json, io, input === undefined ? new Set() : enumsOf(input)) as Record<string, unknown>;
 }
+
+/**
+ * An answer's listed schema: its own top-level fields, each typed, and its required list; an object
+ * or a list of objects below them typed by its kind (`object`, or `array` of `object` with its
+ * `maxItems`), not field by field. The fields every answer shares (its range, data_as_of and the
+ * rest) the instructions name once and no tool repeats. A client validating an answer against it
+ * accepts every answer the server sends, since the server parses each answer with its whole zod
+ * schema before sending it. That whole schema, as `jsonSchema` gives it, is the tool's answer schema:
+ * the public contract (contract/tools.json) and `querygate://catalog` carry it.
+ */
+export function outline(schema: Record<string, unknown>): Record<string, unknown> {
+  const properties = (schema.properties ?? {}) as Record<string, Record<string, unknown>>;
+  const listed = Object.entries(properties).filter(([name]) => !SHARED_ANSWER_FIELDS.has(name));
+  const required = Array.isArray(schema.required) ? (schema.required as string[]) : undefined;
+  return {
+    ...schema,
+    properties: Object.fromEntries(listed.map(([name, field]) => [name, byKind(field)])),
+    ...(required ? { required: required.filter((name) => !SHARED_ANSWER_FIELDS.has(name)) } : {}),
+  };
+}
+
+/** A field's schema with what lies below it left out: an object's fields, a list's objects' fields. */
+function byKind(field: Record<string, unknown>): Record<string, unknown> {
+  const { properties: _p, required: _r, additionalProperties: _a, items, ...kind } = field;
+  if (isObjectSchema(items)) return { ...kind, items: { type: 'object' } };
+  return items === undefined ? kind : { ...kind, items };
+}
+
+const isObjectSchema = (value: unknown): boolean =>
+  typeof value === 'object' && value !== null && [(value as { type?: unknown }).type].flat().includes('object');
 
 /** The value lists a tool's input lists (null aside), as keys: an output echoing one needs only its type. */
 function enumsOf(schema: unknown, found = new Set<string>()): Set<string> {
@@ -113,13 +144,10 @@ function mergeNullable(schema: Record<string, unknown>): Record<string, unknown>
 }
 
 /**
- * The description a model reads: the template's text, its first example, and when to give a period.
- * The range's own rules (inclusive days, at most 90, the reporting time zone) the instructions say once.
+ * The description a model reads: the template's text and its first example. The range's own rules
+ * (inclusive days, at most 90, the reporting time zone, a period instead of the dates) the
+ * instructions say once.
  */
-export function describe(template: AnyTemplate, inputSchema: Tool['inputSchema']): string {
-  const relative =
-    inputSchema.properties && 'period' in inputSchema.properties
-      ? ' For "last week" or "this month so far", give period instead of the dates: {"period":"last_week"}.'
-      : '';
-  return `${template.description} Example input: ${JSON.stringify(template.examples[0])}.${relative}`;
+export function describe(template: AnyTemplate): string {
+  return `${template.description} Example input: ${JSON.stringify(template.examples[0])}.`;
 }

@@ -208,11 +208,12 @@ export interface ComparisonEcho {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyTemplate = QueryTemplate<any, Record<string, unknown>>;
 
-/** Every tool only reads, always gives the same answer for the same data, and talks to nothing else. */
+/**
+ * Every tool only reads and talks to nothing else. destructiveHint and idempotentHint are left out:
+ * MCP gives them meaning only when readOnlyHint is false.
+ */
 export const TOOL_ANNOTATIONS = {
   readOnlyHint: true,
-  destructiveHint: false,
-  idempotentHint: true,
   openWorldHint: false,
 } as const;
 

@@ -152,7 +152,7 @@ describe('a tool called with a period', () => {
     );
   });
 
-  it('is offered by every tool over a date range, whose description tells a model to prefer it for relative questions', async () => {
+  it('is offered by every tool over a date range, and the instructions tell a model to prefer it for relative questions', async () => {
     const { tools } = await utc.client.listTools();
     // Every tool but the reports, which name a week (last_week, this_week, or an ISO week) instead.
     const ranged = tools.filter((t) => !t.name.endsWith('_report'));
@@ -162,8 +162,11 @@ describe('a tool called with a period', () => {
     }
     for (const tool of ranged) {
       expect(Object.keys(tool.inputSchema.properties ?? {}), tool.name).toContain('period');
-      expect(tool.description, tool.name).toContain('give period instead of the dates');
       expect(tool.inputSchema.required ?? [], tool.name).not.toContain('start_date');
     }
+    // Said once for every such tool, not in each description.
+    expect(utc.client.getInstructions()).toContain(
+      'A tool taking start_date and end_date takes a period instead, e.g. {"period":"last_week"}',
+    );
   });
 });

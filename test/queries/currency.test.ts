@@ -13,6 +13,7 @@ import { DEFAULT_READER_ROLE } from '../../src/config.js';
 import { adminKysely } from '../../src/db/connect.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { silentLogger } from '../../src/logger.js';
+import { createRegistry } from '../../src/registry/index.js';
 import type { SalesRow } from '../support/sales-data.js';
 import { startHarness, structured, type Harness } from '../support/harness.js';
 import { createScratchDatabase, type ScratchDatabase } from '../support/scratch.js';
@@ -484,17 +485,19 @@ describe('item 3: the migration that keys the rollups by currency', () => {
   });
 });
 
-describe('item 3: the output schemas say which currency each money figure is in', () => {
+describe('item 3: the answer schemas say which currency each money figure is in', () => {
   // Said once for every tool, in the server's instructions, not on each field of each output schema.
-  it('item 3: every money column sits beside a required currency field, and the instructions say money is in it', async () => {
+  // The listing outlines each answer (its rows typed as objects); the whole answer schema, the public
+  // contract's, types every column.
+  it('item 3: every money column sits beside a required currency field, and the instructions say money is in it', () => {
     const { client } = harnesses.get('UTC')!;
     expect(client.getInstructions()).toContain('Money is in the currency (ISO 4217) of its row or total');
-    const { tools } = await client.listTools();
+    const { answerSchemas } = createRegistry(templates);
     let checked = 0;
     for (const template of templates) {
       const money = Object.entries(template.columns).filter(([, column]) => column.type === 'money');
       if (money.length === 0) continue;
-      const schema = tools.find((t) => t.name === template.name)!.outputSchema as unknown as {
+      const schema = answerSchemas.get(template.name) as unknown as {
         properties: { rows: { items: { properties: Record<string, { type?: unknown }>; required: string[] } } };
       };
       const row = schema.properties.rows.items;

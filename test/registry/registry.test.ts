@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { salesPack } from '../../pack/index.js';
 import { templates } from '../../queries/index.js';
 import { queryRecentOrders } from '../../queries/query-recent-orders.js';
 import type { ReportingDatabase } from '../../pack/schema.js';
@@ -45,14 +46,13 @@ describe('the registry', () => {
     },
   );
 
-  it('says in the revenue tools that cancelled and refunded orders are left out', () => {
+  it('says revenue is net: in the revenue tools, and what net leaves out once, in the pack instructions', () => {
     for (const name of ['query_sales', 'query_top_products']) {
-      expect(registry.tools.find((t) => t.name === name)!.description).toContain(
-        'leave out cancelled and refunded orders',
-      );
+      expect(registry.tools.find((t) => t.name === name)!.description).toMatch(/\bnet revenue\b/i);
     }
+    expect(salesPack.instructions).toContain('Revenue figures are net: cancelled and refunded orders are left out.');
     expect(registry.tools.find((t) => t.name === 'query_order_count')!.description).toContain(
-      'including cancelled and refunded',
+      '(cancelled and refunded included)',
     );
   });
 

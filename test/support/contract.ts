@@ -402,16 +402,18 @@ export function bindParameterViolations(template: AnyTemplate, tool: Tool): Viol
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Results validate against the output schema.
+// Results validate against the listed output schema, and against the whole answer schema it outlines
+// (every column typed), when one is given.
 
 const ajv = new Ajv2020({ allErrors: true, strict: false });
-const validators = new Map<Tool, ReturnType<typeof ajv.compile>>();
+const validators = new Map<object, ReturnType<typeof ajv.compile>>();
 
 export function outputViolations(
   template: AnyTemplate,
   tool: Tool,
   label: string,
   result: CallToolResult,
+  answer?: Record<string, unknown>,
 ): Violation[] {
   const rule = 'output schema';
   if (result.isError || result.structuredContent === undefined) {
@@ -424,17 +426,21 @@ export function outputViolations(
       },
     ];
   }
-  let validate = validators.get(tool);
-  if (!validate) validators.set(tool, (validate = ajv.compile(tool.outputSchema ?? {})));
-  if (validate(result.structuredContent)) return [];
-  return [
-    {
+  const schemas: [string, object][] = [['outputSchema', tool.outputSchema ?? {}]];
+  if (answer) schemas.push(['answer schema', answer]);
+  const found: Violation[] = [];
+  for (const [what, schema] of schemas) {
+    let validate = validators.get(schema);
+    if (!validate) validators.set(schema, (validate = ajv.compile(schema)));
+    if (validate(result.structuredContent)) continue;
+    found.push({
       rule,
       template: template.name,
-      message: `${label} returned structuredContent that breaks its outputSchema: ${ajv.errorsText(validate.errors)}`,
+      message: `${label} returned structuredContent that breaks its ${what}: ${ajv.errorsText(validate.errors)}`,
       fix: 'make present() return exactly what the output schema declares',
-    },
-  ];
+    });
+  }
+  return found;
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -19,8 +19,9 @@ export const toolsFeature: Feature = {
     'tools/list': {
       eras: ['legacy', 'modern'],
       cache: { ttlMs: TOOL_LIST_TTL_MS, cacheScope: 'private' },
-      // Always in the registry's order, so a client's cache and a model's prompt stay stable.
-      handle: (_params, { deps, caller }) => ({ tools: deps.registry.toolsFor(caller) }),
+      // Always in the registry's order, so a client's cache and a model's prompt stay stable. A client of
+      // the tasks extension runs reports as tasks: the job tools would only cost its model context.
+      handle: (_params, ctx) => ({ tools: ctx.deps.registry.toolsFor(ctx.caller, { tasks: acceptsTasks(ctx) }) }),
     },
     'tools/call': {
       eras: ['legacy', 'modern'],
