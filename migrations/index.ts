@@ -13,6 +13,7 @@ import { rollupCurrency } from './0010-rollup-currency.js';
 import { readerLimits } from './0011-reader-limits.js';
 import { storedMasks } from './0012-stored-masks.js';
 import { categoryDays } from './0013-category-days.js';
+import { regionHours } from './0014-region-hours.js';
 
 export function migrations(options: { readerRole: string }): Record<string, Migration> {
   return {
@@ -29,5 +30,6 @@ export function migrations(options: { readerRole: string }): Record<string, Migr
     '0011-reader-limits': readerLimits(options.readerRole),
     '0012-stored-masks': storedMasks,
     '0013-category-days': categoryDays(options.readerRole),
+    '0014-region-hours': regionHours(options.readerRole),
   };
 }

@@ -129,6 +129,18 @@ export const VIEWS: ViewsDocumentation<ReportingDatabase> = {
       total_amount: 'the sum of their total_amount',
     },
   },
+  'reporting.region_hours': {
+    description:
+      'Orders and amounts per customer region, UTC hour, order status and currency, kept by the same triggers as region_days: what a caller scoped to regions reads its sales by day, week or month and its order counts from.',
+    columns: {
+      region: 'the customer’s sales region',
+      hour: 'the UTC hour, as the timestamp it starts at',
+      status: 'the status of the orders counted',
+      currency: 'the currency of the amounts',
+      order_count: 'orders with that region, hour, status and currency',
+      total_amount: 'the sum of their total_amount',
+    },
+  },
   'reporting.category_days': {
     description:
       'Net sales per UTC day, product category, order status and currency, kept exact by triggers on the items, the orders and the products (a product that changes category takes its items along).',

@@ -2,8 +2,8 @@
  * The sales pack's metrics layer, as declarations the engine compiles into `query_metrics`
  * (src/metrics/): what each figure means, what it can be grouped and filtered by, and where it is read
  * from. Sources are listed smallest first: the hourly rollup (no region, so never for a scoped caller
- * nor a region), then the orders with their customer's region, then the order items with their
- * product. The schema keeps an order's total equal to the sum of its items, so revenue agrees
+ * nor a region), the hourly rollup by region (for them), then the orders with their customer's
+ * region, then the order items with their product. The schema keeps an order's total equal to the sum of its items, so revenue agrees
  * whichever source serves it.
  */
 import type { MetricsModel, RowCondition } from '../src/metrics/declarations.js';
@@ -124,6 +124,23 @@ export const salesMetrics: MetricsModel = {
         net_orders: { aggregate: 'sum', of: 'h.order_count', rows: net('h.status') },
         revenue: { aggregate: 'sum', of: 'h.total_amount', rows: net('h.status') },
         refunded_orders: { aggregate: 'sum', of: 'h.order_count', rows: refunded('h.status') },
+      },
+    },
+    {
+      // The same figures by customer region: what a scoped caller, or a region asked for, reads.
+      name: 'region_hours rollup',
+      rollup: true,
+      rows: (db) => db.selectFrom('reporting.region_hours as rh'),
+      reads: ['reporting.region_hours'],
+      time: 'rh.hour',
+      timeGrain: 'hour',
+      currency: 'rh.currency',
+      attributes: { region: 'rh.region', status: 'rh.status' },
+      measures: {
+        orders: { aggregate: 'sum', of: 'rh.order_count' },
+        net_orders: { aggregate: 'sum', of: 'rh.order_count', rows: net('rh.status') },
+        revenue: { aggregate: 'sum', of: 'rh.total_amount', rows: net('rh.status') },
+        refunded_orders: { aggregate: 'sum', of: 'rh.order_count', rows: refunded('rh.status') },
       },
     },
     {

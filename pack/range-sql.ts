@@ -4,8 +4,9 @@
  * bind parameter.
  *
  * A statement held to regions (a caller's data scope, or a region asked for) reads only what carries
- * the customer's region: the orders (through their customer) and the daily region rollup. The other
- * rollups have no region, so such a statement reads the rows they sum instead, and stays exact.
+ * the customer's region: the orders (through their customer) and the region rollups (region_days,
+ * region_hours). The other rollups have no region, so such a statement reads the rows they sum
+ * instead, and stays exact.
  */
 import { sql, type AliasedSelectQueryBuilder, type Kysely, type RawBuilder, type SelectQueryBuilder } from 'kysely';
 import { acrossUtcDays, endOfRange, startOfDay } from '../src/db/range-sql.js';
@@ -73,12 +74,30 @@ export function ordersInRange(
   });
 }
 
-/** Hourly rollup rows within the range, aliased `h`. */
-export function orderHoursInRange(db: Kysely<ReportingDatabase>, range: ResolvedRange, timeZone: string) {
-  return db
-    .selectFrom('reporting.order_hours as h')
-    .where('h.hour', '>=', startOfDay(range.startDate, timeZone))
-    .where('h.hour', '<', endOfRange(range, timeZone));
+/**
+ * Hourly rollup rows within the range, aliased `h` (hour, status, currency, order_count,
+ * total_amount): from order_hours, or, held to regions, from region_hours with its region bound.
+ */
+export function orderHoursInRange(
+  db: Kysely<ReportingDatabase>,
+  range: ResolvedRange,
+  timeZone: string,
+  regions?: Regions,
+) {
+  const from = startOfDay(range.startDate, timeZone);
+  const to = endOfRange(range, timeZone);
+  const columns = ['r.hour', 'r.status', 'r.currency', 'r.order_count', 'r.total_amount'] as const;
+  const hours =
+    regions === undefined
+      ? db.selectFrom('reporting.order_hours as r').select(columns).where('r.hour', '>=', from).where('r.hour', '<', to)
+      : db
+          .selectFrom('reporting.region_hours as r')
+          .select(columns)
+          .where('r.hour', '>=', from)
+          .where('r.hour', '<', to)
+          .$if(regions.scope !== undefined, (qb) => qb.where('r.region', 'in', regions.scope!))
+          .$if(regions.only !== undefined, (qb) => qb.where('r.region', '=', regions.only!));
+  return db.selectFrom(hours.as('h'));
 }
 
 /**

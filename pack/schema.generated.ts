@@ -79,6 +79,15 @@ export interface ReportingRegionDays {
   total_amount: Numeric | null;
 }
 
+export interface ReportingRegionHours {
+  currency: string | null;
+  hour: Timestamp | null;
+  order_count: Int8 | null;
+  region: string | null;
+  status: string | null;
+  total_amount: Numeric | null;
+}
+
 export interface DB {
   'reporting.category_days': ReportingCategoryDays;
   'reporting.customers': ReportingCustomers;
@@ -88,4 +97,5 @@ export interface DB {
   'reporting.product_days': ReportingProductDays;
   'reporting.products': ReportingProducts;
   'reporting.region_days': ReportingRegionDays;
+  'reporting.region_hours': ReportingRegionHours;
 }

@@ -1,7 +1,7 @@
 /**
  * The tables the reader role can see: views in the `reporting` schema over `sales`, and the rollups
  * the triggers keep (order_hours per UTC hour, product_days, region_days and category_days per UTC
- * day; migrations 0005 to 0010 and 0013). Their types are generated from the live schema (`npm run codegen -- .`, see
+ * day, region_hours per region and UTC hour; migrations 0005 to 0010, 0013 and 0014). Their types are generated from the live schema (`npm run codegen -- .`, see
  * schema.generated.ts), so a template that names a column the database lacks fails the type check.
  * Raw personal data stays in `sales.customers`; `reporting.customers` already masks it at the source,
  * and the server masks every personal column again on the way out (see PERSONAL_COLUMNS).
@@ -67,6 +67,12 @@ export const NOT_PERSONAL_COLUMNS: NotPersonalColumns<ReportingDatabase> = [
   'reporting.region_days.region',
   'reporting.region_days.status',
   'reporting.region_days.total_amount',
+  'reporting.region_hours.currency',
+  'reporting.region_hours.hour',
+  'reporting.region_hours.order_count',
+  'reporting.region_hours.region',
+  'reporting.region_hours.status',
+  'reporting.region_hours.total_amount',
 ];
 
 /**

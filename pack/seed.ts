@@ -34,7 +34,7 @@ const HOUR_MS = 3_600_000;
 /** Every demo order's currency: the demo shop sells in one. */
 const CURRENCY = 'USD';
 /**
- * The row triggers that keep the rollups (migrations 0005, 0007, 0008, 0013) and that touch the order or
+ * The row triggers that keep the rollups (migrations 0005, 0007, 0008, 0013, 0014) and that touch the order or
  * customer a new row points at (0009): off while loading, which fills the rollups itself.
  */
 const ROLLUP_TRIGGERS = [
@@ -52,6 +52,8 @@ const ROLLUP_TRIGGERS = [
   ['sales.orders', 'orders_category_days'],
   ['sales.orders', 'orders_category_days_delete'],
   ['sales.products', 'products_category_days'],
+  ['sales.orders', 'orders_region_hours'],
+  ['sales.customers', 'customers_region_hours'],
 ] as const;
 
 const FIRST = [
@@ -176,7 +178,7 @@ function categoriesOf(
   return categories;
 }
 
-type Rollup = 'order_hours' | 'product_days' | 'region_days' | 'category_days';
+type Rollup = 'order_hours' | 'product_days' | 'region_days' | 'category_days' | 'region_hours';
 
 /** Each rollup's columns: its key (UTC hour or day first, currency last), then a count and an amount. */
 const ROLLUP_COLUMNS: readonly (readonly [Rollup, string])[] = [
@@ -184,6 +186,7 @@ const ROLLUP_COLUMNS: readonly (readonly [Rollup, string])[] = [
   ['product_days', 'day, product_id, status, currency, units, revenue'],
   ['region_days', 'day, region, status, currency, order_count, total_amount'],
   ['category_days', 'day, category, status, currency, order_count, revenue'],
+  ['region_hours', 'hour, region, status, currency, order_count, total_amount'],
 ];
 
 /**
@@ -265,6 +268,7 @@ export async function seedDatabase(adminUrl: string, options: SeedOptions, logge
       'sales.product_days',
       'sales.region_days',
       'sales.category_days',
+      'sales.region_hours',
       'sales.order_categories',
     ],
   };
@@ -336,6 +340,12 @@ export async function seedDatabase(adminUrl: string, options: SeedOptions, logge
           }
           rollups.add('order_hours', `${Math.floor(at / HOUR_MS) * HOUR_MS}\t${status}\t${CURRENCY}`, 1, total);
           rollups.add('region_days', `${day}\t${regionOf[customer]}\t${status}\t${CURRENCY}`, 1, total);
+          rollups.add(
+            'region_hours',
+            `${Math.floor(at / HOUR_MS) * HOUR_MS}\t${regionOf[customer]}\t${status}\t${CURRENCY}`,
+            1,
+            total,
+          );
           yield `${i + 1}\t${customer}\t${status}\t${new Date(at).toISOString()}\t${CURRENCY}\t${cents(total)}\n`;
         }
       },
@@ -354,7 +364,9 @@ export async function seedDatabase(adminUrl: string, options: SeedOptions, logge
       },
     );
 
-    await client.query('truncate sales.order_hours, sales.product_days, sales.region_days, sales.category_days');
+    await client.query(
+      'truncate sales.order_hours, sales.product_days, sales.region_days, sales.category_days, sales.region_hours',
+    );
     for (const [table, columns] of ROLLUP_COLUMNS) {
       await copyInto(client, `copy sales.${table} (${columns}) from stdin`, () => rollups.lines(table));
     }

@@ -198,6 +198,7 @@ export const querySales = defineTemplate({
         'reporting.orders.currency',
         'reporting.order_hours.currency',
         'reporting.region_days.currency',
+        'reporting.region_hours.currency',
         'reporting.category_days.currency',
       ],
       treatment: 'plain',
@@ -245,8 +246,8 @@ export const querySales = defineTemplate({
           .orderBy('group_key');
       default: {
         const period: Period = args.group_by;
-        if (regions === undefined && rollupCovers(range, ctx.timeZone)) {
-          return orderHoursInRange(db, range, ctx.timeZone)
+        if (rollupCovers(range, ctx.timeZone)) {
+          return orderHoursInRange(db, range, ctx.timeZone, regions)
             .where('h.status', 'not in', NON_REVENUE_STATUSES)
             .select((eb) => [
               localPeriodOf(eb.ref('h.hour'), range, ctx.timeZone, period).as('group_key'),

@@ -3,7 +3,7 @@
  * every sales template and both reports exactly the figures of the raw rows of their regions,
  * worked out here in JavaScript from a scratch database read through the admin connection: counts,
  * sales by day, week, month, region and category, comparisons, top products and recent orders, in
- * UTC and in Kolkata's half hour. The statements sent bind every value of the scope and read no
+ * UTC, in Kolkata's half hour and in New York. The statements sent bind every value of the scope and read no
  * rollup without a region; an argument outside the scope is refused naming it (a prompt's too), and
  * completions and the weekly report resource keep to the scope; templates that cannot apply it (the
  * support desk's) are neither listed nor callable; a template that binds too little of it is refused;
@@ -47,8 +47,9 @@ import { createScratchDatabase, eventually, type ScratchDatabase } from '../supp
 // Wednesday 2 July 2025, noon UTC, after the data's last day (30 June), so that no range asked for is still
 // running and cut at the minute (src/lib/running.ts): last week is 2025-W26 (23..29 June).
 const NOW = Date.parse('2025-07-02T12:00:00Z');
-// UTC, where the daily rollups answer whole days; Kolkata's half hour cuts every day across two UTC days.
-const ZONES = ['UTC', 'Asia/Kolkata'];
+// UTC, where the daily rollups answer whole days; Kolkata's half hour cuts every day across two UTC days,
+// so the rows answer; New York's whole hours let the hourly region rollup answer days that are not UTC days.
+const ZONES = ['UTC', 'Asia/Kolkata', 'America/New_York'];
 const EUROPE: Caller = {
   id: 'rep-europe',
   dataScope: { region: ['Europe'] },
@@ -419,6 +420,42 @@ describe.each(ZONES)('every sales template, for a scoped caller, equals the raw 
       }
     }
   });
+});
+
+describe('a scoped caller reads the hourly region rollup', () => {
+  // Figures alone cannot tell a rollup from the rows it sums: a rollup row changed behind the
+  // triggers shows in the answer only if the answer read it. The hour is one of Europe's in June
+  // between 04:00 and 24:00 UTC, so inside one day both in UTC and in New York (UTC-4 in June); the
+  // rebuild takes the change back.
+  it.each(['UTC', 'America/New_York'])(
+    'sales by day of a Europe-scoped caller in %s come from region_hours',
+    async (zone) => {
+      const found = await scratch.admin.query<{ hour: Date; day: string; status: string; currency: string }>(
+        `select hour, to_char(hour at time zone 'UTC', 'YYYY-MM-DD') as day, status, currency from sales.region_hours
+        where region = 'Europe' and hour >= '2025-06-01' and hour < '2025-06-30'
+          and extract(hour from hour at time zone 'UTC') >= 4 and status in ('paid', 'shipped')
+        order by hour limit 1`,
+      );
+      expect(found.rows.length).toBe(1);
+      const { hour, day, status, currency } = found.rows[0]!;
+      const revenueOf = async (): Promise<number> =>
+        (await call<Sales>(EUROPE, zone, 'query_sales', { ...JUNE, group_by: 'day' })).rows.find(
+          (r) => r.period === day && r.currency === currency,
+        )!.revenue;
+      const before = await revenueOf();
+      await scratch.admin.query(
+        `update sales.region_hours set total_amount = total_amount + 1000
+        where region = 'Europe' and hour = $1 and status = $2 and currency = $3`,
+        [hour, status, currency],
+      );
+      try {
+        expect(await revenueOf()).toBeCloseTo(before + 1000, 2);
+      } finally {
+        await scratch.admin.query('select sales.region_hours_rebuild()');
+      }
+      expect(await revenueOf()).toBe(before);
+    },
+  );
 });
 
 describe('an argument cannot widen the scope', () => {

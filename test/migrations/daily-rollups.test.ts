@@ -573,6 +573,7 @@ describe('the daily product rollup', () => {
 });
 
 interface RegionRow {
+  grain: string;
   day: string;
   region: string;
   status: string;
@@ -580,16 +581,21 @@ interface RegionRow {
   amount: string;
 }
 
+/** Both region rollups (region_days per UTC day, region_hours per UTC hour) and the orders summed the same ways. */
 async function regionRollupAndOrders(): Promise<{ rollup: RegionRow[]; orders: RegionRow[] }> {
   const rollup = await scratch.admin.query<RegionRow>(
-    `select day::text, region, status, order_count::text as n, total_amount::text as amount from sales.region_days
-      where order_count <> 0 or total_amount <> 0 order by 1, 2, 3`,
+    `select 'day' as grain, day::text as day, region, status, order_count::text as n, total_amount::text as amount
+       from sales.region_days where order_count <> 0 or total_amount <> 0
+     union all
+     select 'hour', hour::text, region, status, order_count::text, total_amount::text
+       from sales.region_hours where order_count <> 0 or total_amount <> 0
+     order by 1, 2, 3, 4`,
   );
   const orders = await scratch.admin.query<RegionRow>(
-    `select date_trunc('day', o.ordered_at, 'UTC')::text as day, c.region, o.status,
+    `select g.grain, date_trunc(g.grain, o.ordered_at, 'UTC')::text as day, c.region, o.status,
             count(*)::text as n, sum(o.total_amount)::text as amount
-       from sales.orders o join sales.customers c on c.id = o.customer_id
-      group by 1, 2, 3 order by 1, 2, 3`,
+       from sales.orders o join sales.customers c on c.id = o.customer_id cross join (values ('day'), ('hour')) g(grain)
+      group by 1, 2, 3, 4 order by 1, 2, 3, 4`,
   );
   return { rollup: rollup.rows, orders: orders.rows };
 }
@@ -668,7 +674,7 @@ describe('sales by region through the daily rollup', () => {
   });
 });
 
-describe('the daily region rollup', () => {
+describe('the region rollups, daily and hourly', () => {
   it('agrees with the orders after the seed', async () => {
     const { rollup, orders } = await regionRollupAndOrders();
     expect(orders.length).toBeGreaterThan(1000);
@@ -725,6 +731,7 @@ describe('the daily region rollup', () => {
   it('is rolled back with the transaction, can be rebuilt, and is emptied by a truncate', async () => {
     await expectRolledBack(regionRollup, ["update sales.customers set region = 'Antarctica' where id <= 50"]);
     await expectRebuildKeeps(regionRollup, 'region_days');
+    await expectRebuildKeeps(regionRollup, 'region_hours');
     await expectEmptiedBy(regionRollup, ['truncate sales.order_items, sales.orders'], (state) => state.rollup, []);
   });
 });

@@ -112,6 +112,10 @@ async function differences(ids: Case): Promise<Difference[]> {
               revenue::text
          from sales.category_days where day >= $1 and day < $2 and (order_count <> 0 or revenue <> 0)
        union all
+       select 'region_hours', hour::text, region || ' ' || status || ' ' || currency, order_count::text,
+              total_amount::text
+         from sales.region_hours where hour >= $1 and hour < $2 and (order_count <> 0 or total_amount <> 0)
+       union all
        select 'order_categories', order_id::text, category, items::text, revenue::text
          from sales.order_categories where order_id between $3 and $4
      ), tables as (
@@ -134,6 +138,11 @@ async function differences(ids: Case): Promise<Difference[]> {
               p.category || ' ' || o.status || ' ' || o.currency, count(distinct o.id)::text,
               sum(i.quantity * i.unit_price)::text
          from sales.orders o join sales.order_items i on i.order_id = o.id join sales.products p on p.id = i.product_id
+        where o.ordered_at >= $1 and o.ordered_at < $2 group by 2, 3
+       union all
+       select 'region_hours', date_trunc('hour', o.ordered_at, 'UTC')::text,
+              c.region || ' ' || o.status || ' ' || o.currency, count(*)::text, sum(o.total_amount)::text
+         from sales.orders o join sales.customers c on c.id = o.customer_id
         where o.ordered_at >= $1 and o.ordered_at < $2 group by 2, 3
        union all
        select 'order_categories', i.order_id::text, p.category, count(*)::text, sum(i.quantity * i.unit_price)::text
@@ -424,7 +433,7 @@ const sameOrder: Pair[] = [refund, dayMove].map((child) => ({
 
 const PAIRS: Pair[] = [
   ...orderChanges.flatMap((parent) => items.map((child) => ({ rollup: 'product_days', parent, child }))),
-  ...orders.map((child) => ({ rollup: 'region_days', parent: customerMove, child })),
+  ...orders.map((child) => ({ rollup: 'region_days and region_hours', parent: customerMove, child })),
   ...[...items, ...productItems, ...orderChanges].map((child) => ({
     rollup: 'category_days',
     parent: categoryChange,
@@ -568,6 +577,7 @@ describe('item 1: the touch that makes a parent write on an older snapshot fail'
        union all select 'product_days ' || day || ' ' || product_id || ' ' || status, xmin::text from sales.product_days where day >= $5 and day < $6
        union all select 'region_days ' || day || ' ' || region || ' ' || status, xmin::text from sales.region_days where day >= $5 and day < $6
        union all select 'category_days ' || day || ' ' || category || ' ' || status, xmin::text from sales.category_days where day >= $5 and day < $6
+       union all select 'region_hours ' || hour || ' ' || region || ' ' || status, xmin::text from sales.region_hours where hour >= $5 and hour < $6
        union all select 'order_categories ' || order_id || ' ' || category, xmin::text from sales.order_categories where order_id in ($1, $2)
        order by 1`,
       [ids.o, ids.o2, ids.c, ids.c2, `${ids.dayA}T00:00:00Z`, `${ids.dayC}T00:00:00Z`, ids.p],
