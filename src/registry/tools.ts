@@ -27,8 +27,8 @@ export function jsonSchema(
  * `maxItems`), not field by field. The fields every answer shares (its range, data_as_of and the
  * rest) the instructions name once and no tool repeats. A client validating an answer against it
  * accepts every answer the server sends, since the server parses each answer with its whole zod
- * schema before sending it. That whole schema, as `jsonSchema` gives it, is the tool's answer schema:
- * the public contract (contract/tools.json) and `querygate://catalog` carry it.
+ * schema before sending it. That whole schema, as `jsonSchema` gives it, is the tool's answer schema,
+ * which the public contract (contract/tools.json) carries.
  */
 export function outline(schema: Record<string, unknown>): Record<string, unknown> {
   const properties = (schema.properties ?? {}) as Record<string, Record<string, unknown>>;
