@@ -18,16 +18,16 @@ export type PublicContract = Readonly<Record<string, readonly ToolContract[]>>;
 
 export function publicContract(packs: readonly Pack[]): PublicContract {
   return Object.fromEntries(
-    packs.map((pack) => [
-      pack.name,
+    packs.map((pack) => {
       // With a job store, as a deployment serves them: the job tools are part of the contract.
-      ((registry) =>
-        registry.tools.map((tool) => ({
-          name: tool.name,
-          inputSchema: sortedKeys(tool.inputSchema),
-          outputSchema: sortedKeys(registry.answerSchemas.get(tool.name)),
-        })))(createRegistry(pack.templates, { reports: pack.reports ?? [], jobs: true })),
-    ]),
+      const registry = createRegistry(pack.templates, { reports: pack.reports ?? [], jobs: true });
+      const tools = registry.tools.map((tool) => ({
+        name: tool.name,
+        inputSchema: sortedKeys(tool.inputSchema),
+        outputSchema: sortedKeys(registry.answerSchemas.get(tool.name)),
+      }));
+      return [pack.name, tools];
+    }),
   );
 }
 
