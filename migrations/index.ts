@@ -14,6 +14,7 @@ import { readerLimits } from './0011-reader-limits.js';
 import { storedMasks } from './0012-stored-masks.js';
 import { categoryDays } from './0013-category-days.js';
 import { regionHours } from './0014-region-hours.js';
+import { regionRollups } from './0015-region-rollups.js';
 
 export function migrations(options: { readerRole: string }): Record<string, Migration> {
   return {
@@ -31,5 +32,6 @@ export function migrations(options: { readerRole: string }): Record<string, Migr
     '0012-stored-masks': storedMasks,
     '0013-category-days': categoryDays(options.readerRole),
     '0014-region-hours': regionHours(options.readerRole),
+    '0015-region-rollups': regionRollups(options.readerRole),
   };
 }

@@ -5,10 +5,19 @@
  *
  * A statement held to regions (a caller's data scope, or a region asked for) reads only what carries
  * the customer's region: the orders (through their customer) and the region rollups (region_days,
- * region_hours). The other rollups have no region, so such a statement reads the rows they sum
- * instead, and stays exact.
+ * region_hours, and the declared region_product_days and region_category_days, pack/rollups.ts),
+ * whose keys begin with the region, so it reads no more than an unscoped statement reads of the
+ * rollups without one.
  */
-import { sql, type AliasedSelectQueryBuilder, type Kysely, type RawBuilder, type SelectQueryBuilder } from 'kysely';
+import {
+  sql,
+  type Expression,
+  type ExpressionBuilder,
+  type Kysely,
+  type RawBuilder,
+  type ReferenceExpression,
+  type SqlBool,
+} from 'kysely';
 import { acrossUtcDays, endOfRange, startOfDay } from '../src/db/range-sql.js';
 import type { ResolvedRange } from '../src/lib/date-range.js';
 import type { QueryContext } from '../src/registry/index.js';
@@ -30,13 +39,24 @@ export function regionsOf(ctx: QueryContext, only?: string): Regions | undefined
   return scope === undefined && only === undefined ? undefined : { scope, only };
 }
 
+/** `region in (scope…) and region = only`, of whichever of the two is given, on the column `region`. */
+function inRegions<DB, TB extends keyof DB>(
+  eb: ExpressionBuilder<DB, TB>,
+  regions: Regions | undefined,
+  region: ReferenceExpression<DB, TB>,
+): Expression<SqlBool> {
+  return eb.and([
+    ...(regions?.scope !== undefined ? [eb(region, 'in', regions.scope)] : []),
+    ...(regions?.only !== undefined ? [eb(region, '=', regions.only)] : []),
+  ]);
+}
+
 /** The ids of the customers in the regions, for `where(customer id, 'in', …)`. */
 function customersIn(db: Kysely<ReportingDatabase>, regions: Regions) {
   return db
     .selectFrom('reporting.customers as rc')
     .select('rc.id')
-    .$if(regions.scope !== undefined, (qb) => qb.where('rc.region', 'in', regions.scope!))
-    .$if(regions.only !== undefined, (qb) => qb.where('rc.region', '=', regions.only!));
+    .where((eb) => inRegions(eb, regions, 'rc.region'));
 }
 
 /**
@@ -95,31 +115,14 @@ export function orderHoursInRange(
           .select(columns)
           .where('r.hour', '>=', from)
           .where('r.hour', '<', to)
-          .$if(regions.scope !== undefined, (qb) => qb.where('r.region', 'in', regions.scope!))
-          .$if(regions.only !== undefined, (qb) => qb.where('r.region', '=', regions.only!));
+          .where((eb) => inRegions(eb, regions, 'r.region'));
   return db.selectFrom(hours.as('h'));
 }
 
 /**
- * The parts of a range, as the derived table `parts`: the whole UTC days from a daily rollup that
- * has no region, the hours around them from the rows (acrossUtcDays); held to regions, the rollup
- * cannot answer, so the rows give the whole range.
- */
-function partsUnlessRegions<RollupDB, RollupTB extends keyof RollupDB, RowsDB, RowsTB extends keyof RowsDB, O>(
-  regions: Regions | undefined,
-  range: ResolvedRange,
-  timeZone: string,
-  rollup: (first: RawBuilder<Date>, last: RawBuilder<Date>) => SelectQueryBuilder<RollupDB, RollupTB, O>,
-  rows: (from: RawBuilder<Date>, to: RawBuilder<Date>) => SelectQueryBuilder<RowsDB, RowsTB, O>,
-): AliasedSelectQueryBuilder<O, 'parts'> {
-  if (regions === undefined) return acrossUtcDays(range, timeZone, rollup, rows).as('parts');
-  return rows(startOfDay(range.startDate, timeZone), endOfRange(range, timeZone)).as('parts');
-}
-
-/**
  * Net order items in the range, as (product_id, currency, units, revenue) parts to be summed per
- * product and currency: the whole UTC days from the daily product rollup, the hours around them from
- * the items; held to regions, every part from the items (the product rollup has no region).
+ * product and currency: the whole UTC days from the daily product rollup (held to regions, from
+ * region_product_days with its regions bound), the hours around them from the items.
  */
 export function netItemsInRange(
   db: Kysely<ReportingDatabase>,
@@ -127,22 +130,34 @@ export function netItemsInRange(
   timeZone: string,
   regions?: Regions,
 ) {
-  return partsUnlessRegions(
-    regions,
+  return acrossUtcDays(
     range,
     timeZone,
     (first, last) =>
-      db
-        .selectFrom('reporting.product_days as d')
-        .where('d.day', '>=', first)
-        .where('d.day', '<', last)
-        .where('d.status', 'not in', NON_REVENUE_STATUSES)
-        .select((eb) => [
-          'd.product_id',
-          'd.currency',
-          sql<string>`${eb.ref('d.units')}`.as('units'),
-          sql<string>`${eb.ref('d.revenue')}`.as('revenue'),
-        ]),
+      regions === undefined
+        ? db
+            .selectFrom('reporting.product_days as d')
+            .where('d.day', '>=', first)
+            .where('d.day', '<', last)
+            .where('d.status', 'not in', NON_REVENUE_STATUSES)
+            .select((eb) => [
+              'd.product_id',
+              'd.currency',
+              sql<string>`${eb.ref('d.units')}`.as('units'),
+              sql<string>`${eb.ref('d.revenue')}`.as('revenue'),
+            ])
+        : db
+            .selectFrom('reporting.region_product_days as d')
+            .where((eb) => inRegions(eb, regions, 'd.region'))
+            .where('d.day', '>=', first)
+            .where('d.day', '<', last)
+            .where('d.status', 'not in', NON_REVENUE_STATUSES)
+            .select((eb) => [
+              'd.product_id',
+              'd.currency',
+              sql<string>`${eb.ref('d.units')}`.as('units'),
+              sql<string>`${eb.ref('d.revenue')}`.as('revenue'),
+            ]),
     (from, to) =>
       ordersBetween(db, from, to, { net: true, regions })
         .innerJoin('reporting.order_items as oi', 'oi.order_id', 'o.id')
@@ -152,7 +167,7 @@ export function netItemsInRange(
           sql<string>`${eb.ref('oi.quantity')}::bigint`.as('units'),
           sql<string>`${eb.ref('oi.quantity')} * ${eb.ref('oi.unit_price')}`.as('revenue'),
         ]),
-  );
+  ).as('parts');
 }
 
 /**
@@ -177,8 +192,7 @@ export function ordersByRegionInRange(
         .where('r.day', '>=', first)
         .where('r.day', '<', last)
         .$if(only.net === true, (qb) => qb.where('r.status', 'not in', NON_REVENUE_STATUSES))
-        .$if(regions?.scope !== undefined, (qb) => qb.where('r.region', 'in', regions!.scope!))
-        .$if(regions?.only !== undefined, (qb) => qb.where('r.region', '=', regions!.only!))
+        .where((eb) => inRegions(eb, regions, 'r.region'))
         .select((eb) => [
           'r.region',
           'r.status',
@@ -201,9 +215,9 @@ export function ordersByRegionInRange(
 
 /**
  * Net sales in the range, as (category, currency, order_count, revenue) parts to be summed per
- * category and currency: the whole UTC days from the daily category rollup, the hours around them
- * from the items; held to regions, every part from the items (the category rollup has no region).
- * An order lies in one part only, so each part counts its distinct orders and the parts add up.
+ * category and currency: the whole UTC days from the daily category rollup (held to regions, from
+ * region_category_days with its regions bound), the hours around them from the items. An order lies
+ * in one part only, so each part counts its distinct orders and the parts add up.
  */
 export function netCategoriesInRange(
   db: Kysely<ReportingDatabase>,
@@ -211,22 +225,34 @@ export function netCategoriesInRange(
   timeZone: string,
   regions?: Regions,
 ) {
-  return partsUnlessRegions(
-    regions,
+  return acrossUtcDays(
     range,
     timeZone,
     (first, last) =>
-      db
-        .selectFrom('reporting.category_days as k')
-        .where('k.day', '>=', first)
-        .where('k.day', '<', last)
-        .where('k.status', 'not in', NON_REVENUE_STATUSES)
-        .select((eb) => [
-          'k.category',
-          'k.currency',
-          sql<string>`${eb.ref('k.order_count')}`.as('order_count'),
-          sql<string>`${eb.ref('k.revenue')}`.as('revenue'),
-        ]),
+      regions === undefined
+        ? db
+            .selectFrom('reporting.category_days as k')
+            .where('k.day', '>=', first)
+            .where('k.day', '<', last)
+            .where('k.status', 'not in', NON_REVENUE_STATUSES)
+            .select((eb) => [
+              'k.category',
+              'k.currency',
+              sql<string>`${eb.ref('k.order_count')}`.as('order_count'),
+              sql<string>`${eb.ref('k.revenue')}`.as('revenue'),
+            ])
+        : db
+            .selectFrom('reporting.region_category_days as k')
+            .where((eb) => inRegions(eb, regions, 'k.region'))
+            .where('k.day', '>=', first)
+            .where('k.day', '<', last)
+            .where('k.status', 'not in', NON_REVENUE_STATUSES)
+            .select((eb) => [
+              'k.category',
+              'k.currency',
+              sql<string>`${eb.ref('k.order_count')}`.as('order_count'),
+              sql<string>`${eb.ref('k.revenue')}`.as('revenue'),
+            ]),
     (from, to) =>
       ordersBetween(db, from, to, { net: true, regions })
         .innerJoin('reporting.order_items as oi', 'oi.order_id', 'o.id')
@@ -238,5 +264,5 @@ export function netCategoriesInRange(
           sql<string>`sum(${eb.ref('oi.quantity')} * ${eb.ref('oi.unit_price')})`.as('revenue'),
         ])
         .groupBy(['p.category', 'o.currency']),
-  );
+  ).as('parts');
 }

@@ -70,6 +70,16 @@ export interface ReportingProducts {
   unit_price: Numeric | null;
 }
 
+export interface ReportingRegionCategoryDays {
+  category: string | null;
+  currency: string | null;
+  day: Timestamp | null;
+  order_count: Int8 | null;
+  region: string | null;
+  revenue: Numeric | null;
+  status: string | null;
+}
+
 export interface ReportingRegionDays {
   currency: string | null;
   day: Timestamp | null;
@@ -88,6 +98,17 @@ export interface ReportingRegionHours {
   total_amount: Numeric | null;
 }
 
+export interface ReportingRegionProductDays {
+  currency: string | null;
+  day: Timestamp | null;
+  lines: Int8 | null;
+  product_id: Int8 | null;
+  region: string | null;
+  revenue: Numeric | null;
+  status: string | null;
+  units: Int8 | null;
+}
+
 export interface DB {
   'reporting.category_days': ReportingCategoryDays;
   'reporting.customers': ReportingCustomers;
@@ -96,6 +117,8 @@ export interface DB {
   'reporting.orders': ReportingOrders;
   'reporting.product_days': ReportingProductDays;
   'reporting.products': ReportingProducts;
+  'reporting.region_category_days': ReportingRegionCategoryDays;
   'reporting.region_days': ReportingRegionDays;
   'reporting.region_hours': ReportingRegionHours;
+  'reporting.region_product_days': ReportingRegionProductDays;
 }

@@ -1,7 +1,9 @@
 /**
  * The tables the reader role can see: views in the `reporting` schema over `sales`, and the rollups
  * the triggers keep (order_hours per UTC hour, product_days, region_days and category_days per UTC
- * day, region_hours per region and UTC hour; migrations 0005 to 0010, 0013 and 0014). Their types are generated from the live schema (`npm run codegen -- .`, see
+ * day, region_hours per region and UTC hour; migrations 0005 to 0010, 0013 and 0014; and the rollups
+ * pack/rollups.ts declares, which the engine makes: region_product_days and region_category_days, per
+ * region and UTC day, migration 0015). Their types are generated from the live schema (`npm run codegen -- .`, see
  * schema.generated.ts), so a template that names a column the database lacks fails the type check.
  * Raw personal data stays in `sales.customers`; `reporting.customers` already masks it at the source,
  * and the server masks every personal column again on the way out (see PERSONAL_COLUMNS).
@@ -22,6 +24,7 @@ export const PERSONAL_COLUMNS: PersonalColumns<ReportingDatabase> = {
   'reporting.order_items.product_id': { kind: 'internal_id', entity: 'product' },
   'reporting.products.id': { kind: 'internal_id', entity: 'product' },
   'reporting.product_days.product_id': { kind: 'internal_id', entity: 'product' },
+  'reporting.region_product_days.product_id': { kind: 'internal_id', entity: 'product' },
   'reporting.customers.id': { kind: 'internal_id', entity: 'customer' },
   'reporting.customers.name_initials': { kind: 'name' },
   'reporting.customers.email_masked': { kind: 'email' },
@@ -61,6 +64,13 @@ export const NOT_PERSONAL_COLUMNS: NotPersonalColumns<ReportingDatabase> = [
   'reporting.products.name',
   'reporting.products.sku',
   'reporting.products.unit_price',
+  'reporting.region_category_days.category',
+  'reporting.region_category_days.currency',
+  'reporting.region_category_days.day',
+  'reporting.region_category_days.order_count',
+  'reporting.region_category_days.region',
+  'reporting.region_category_days.revenue',
+  'reporting.region_category_days.status',
   'reporting.region_days.currency',
   'reporting.region_days.day',
   'reporting.region_days.order_count',
@@ -73,6 +83,13 @@ export const NOT_PERSONAL_COLUMNS: NotPersonalColumns<ReportingDatabase> = [
   'reporting.region_hours.region',
   'reporting.region_hours.status',
   'reporting.region_hours.total_amount',
+  'reporting.region_product_days.currency',
+  'reporting.region_product_days.day',
+  'reporting.region_product_days.lines',
+  'reporting.region_product_days.region',
+  'reporting.region_product_days.revenue',
+  'reporting.region_product_days.status',
+  'reporting.region_product_days.units',
 ];
 
 /**

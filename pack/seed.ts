@@ -5,10 +5,12 @@
  * holding a million orders in memory.
  */
 import type pg from 'pg';
+import { rollupNames } from '../src/db/rollups/index.js';
 import { copyInto, demoInstants, loadDemoData, pick, prng, weightedIndex } from '../src/db/demo-data.js';
 import { ConfigError } from '../src/errors.js';
 import { parseDay } from '../src/lib/date-range.js';
 import type { Logger } from '../src/logger.js';
+import { REGION_ROLLUPS } from './rollups.js';
 
 export interface SeedOptions {
   /** Number of orders to create. */
@@ -34,27 +36,17 @@ const HOUR_MS = 3_600_000;
 /** Every demo order's currency: the demo shop sells in one. */
 const CURRENCY = 'USD';
 /**
- * The row triggers that keep the rollups (migrations 0005, 0007, 0008, 0013, 0014) and that touch the order or
- * customer a new row points at (0009): off while loading, which fills the rollups itself.
+ * The tables whose triggers keep the rollups (migrations 0005 to 0014 and the engine's, 0015) and
+ * touch the rows a new row points at: all of their own triggers are off while loading, which fills the
+ * hand-written rollups itself and rebuilds the declared ones (pack/rollups.ts) once the rows are in.
  */
-const ROLLUP_TRIGGERS = [
-  ['sales.orders', 'orders_order_hours'],
-  ['sales.orders', 'orders_product_days'],
-  ['sales.orders', 'orders_product_days_delete'],
-  ['sales.order_items', 'order_items_product_days'],
-  ['sales.orders', 'orders_region_days'],
-  ['sales.customers', 'customers_region_days'],
-  ['sales.order_items', 'order_items_touch_order'],
-  ['sales.order_items', 'order_items_touch_new_order'],
-  ['sales.orders', 'orders_touch_customer'],
-  ['sales.orders', 'orders_touch_new_customer'],
-  ['sales.order_items', 'order_items_category_days'],
-  ['sales.orders', 'orders_category_days'],
-  ['sales.orders', 'orders_category_days_delete'],
-  ['sales.products', 'products_category_days'],
-  ['sales.orders', 'orders_region_hours'],
-  ['sales.customers', 'customers_region_hours'],
-] as const;
+const TRIGGERED_TABLES = [
+  'sales.products',
+  'sales.customers',
+  'sales.orders',
+  'sales.order_items',
+  'sales.order_categories',
+];
 
 const FIRST = [
   'Ada',
@@ -270,6 +262,7 @@ export async function seedDatabase(adminUrl: string, options: SeedOptions, logge
       'sales.category_days',
       'sales.region_hours',
       'sales.order_categories',
+      ...REGION_ROLLUPS.map((rollup) => `sales.${rollup.name}`),
     ],
   };
   await loadDemoData(adminUrl, tables, async (client) => {
@@ -288,8 +281,7 @@ export async function seedDatabase(adminUrl: string, options: SeedOptions, logge
     await client.query('set local synchronous_commit = off');
     const deferred = await dropSecondaryStructures(client);
     // The rollups are rebuilt once after the load rather than row by row by their triggers.
-    for (const [table, trigger] of ROLLUP_TRIGGERS)
-      await client.query(`alter table ${table} disable trigger ${trigger}`);
+    for (const table of TRIGGERED_TABLES) await client.query(`alter table ${table} disable trigger user`);
 
     await copyInto(client, 'copy sales.products (id, sku, name, category, unit_price) from stdin', function* () {
       for (const [i, p] of products.entries())
@@ -380,8 +372,8 @@ export async function seedDatabase(adminUrl: string, options: SeedOptions, logge
       }
     });
     for (const statement of deferred) await client.query(statement);
-    for (const [table, trigger] of ROLLUP_TRIGGERS)
-      await client.query(`alter table ${table} enable trigger ${trigger}`);
+    for (const rollup of REGION_ROLLUPS) await client.query(`select ${rollupNames(rollup).rebuild}()`);
+    for (const table of TRIGGERED_TABLES) await client.query(`alter table ${table} enable trigger user`);
   });
 
   const summary = { customers: customerCount, products: products.length, orders: options.orders, orderItems };

@@ -61,8 +61,8 @@ const SCOPED = [EUROPE, TWO_REGIONS];
 const JUNE = { start_date: '2025-06-01', end_date: '2025-06-30' } as const;
 /** 90 days, counted inclusively, ending with the data. */
 const QUARTER = { start_date: '2025-04-01', end_date: '2025-06-29' } as const;
-/** The rollups that have no region: a scoped statement must never read them. */
-const UNSCOPED_ROLLUPS = /order_hours|product_days|category_days/;
+/** The rollups that have no region: a scoped statement must never read them (region_product_days may). */
+const UNSCOPED_ROLLUPS = /"(order_hours|product_days|category_days)"/;
 
 let scratch: ScratchDatabase;
 let data: SalesData;
@@ -454,6 +454,77 @@ describe('a scoped caller reads the hourly region rollup', () => {
         await scratch.admin.query('select sales.region_hours_rebuild()');
       }
       expect(await revenueOf()).toBe(before);
+    },
+  );
+});
+
+describe('a scoped caller reads the declared region rollups for top products and sales by category', () => {
+  // As above: a row of region_product_days or region_category_days changed behind the triggers shows
+  // in a Europe-scoped answer only if it read it. June 10 is a whole UTC day inside June in both
+  // zones (New York's June 10 starts at 04:00 UTC, so the rollup serves its whole UTC days).
+  const june10 = '2025-06-10T00:00:00Z';
+  it.each(['UTC', 'America/New_York'])(
+    'top products of a Europe-scoped caller in %s come from region_product_days',
+    async (zone) => {
+      const found = await scratch.admin.query<{ sku: string; product_id: string; status: string; currency: string }>(
+        `select p.sku, d.product_id::text, d.status, d.currency from sales.region_product_days d
+         join sales.products p on p.id = d.product_id
+        where d.region = 'Europe' and d.day = $1 and d.status in ('paid', 'shipped') and d.lines > 0
+        order by d.product_id limit 1`,
+        [june10],
+      );
+      expect(found.rows.length).toBe(1);
+      const { sku, product_id, status, currency } = found.rows[0]!;
+      const unitsOf = async (): Promise<number> =>
+        (
+          await call<{ rows: { sku: string; currency: string; units: number }[] }>(EUROPE, zone, 'query_top_products', {
+            ...JUNE,
+            metric: 'units',
+            limit: 100,
+          })
+        ).rows.find((r) => r.sku === sku && r.currency === currency)!.units;
+      const before = await unitsOf();
+      await scratch.admin.query(
+        `update sales.region_product_days set units = units + 1000
+        where region = 'Europe' and day = $1 and product_id = $2 and status = $3 and currency = $4`,
+        [june10, product_id, status, currency],
+      );
+      try {
+        expect(await unitsOf()).toBe(before + 1000);
+      } finally {
+        await scratch.admin.query('select sales.region_product_days_rebuild()');
+      }
+      expect(await unitsOf()).toBe(before);
+    },
+  );
+
+  it.each(['UTC', 'America/New_York'])(
+    'sales by category of a Europe-scoped caller in %s come from region_category_days',
+    async (zone) => {
+      const found = await scratch.admin.query<{ category: string; status: string; currency: string }>(
+        `select category, status, currency from sales.region_category_days
+        where region = 'Europe' and day = $1 and status in ('paid', 'shipped') and order_count > 0
+        order by category limit 1`,
+        [june10],
+      );
+      expect(found.rows.length).toBe(1);
+      const { category, status, currency } = found.rows[0]!;
+      const ordersOf = async (): Promise<number> =>
+        (await call<Sales>(EUROPE, zone, 'query_sales', { ...JUNE, group_by: 'category' })).rows.find(
+          (r) => r.category === category && r.currency === currency,
+        )!.order_count;
+      const before = await ordersOf();
+      await scratch.admin.query(
+        `update sales.region_category_days set order_count = order_count + 1000
+        where region = 'Europe' and day = $1 and category = $2 and status = $3 and currency = $4`,
+        [june10, category, status, currency],
+      );
+      try {
+        expect(await ordersOf()).toBe(before + 1000);
+      } finally {
+        await scratch.admin.query('select sales.region_category_days_rebuild()');
+      }
+      expect(await ordersOf()).toBe(before);
     },
   );
 });

@@ -514,6 +514,92 @@ describe('the daily rollups under concurrent writers and any session time zone',
   });
 });
 
+/**
+ * The declared region rollups (pack/rollups.ts, made by the engine) against the same sums written here
+ * from the items, their orders, customers and products: the rows found on one side only.
+ */
+async function regionRollupDifferences(): Promise<unknown[]> {
+  const { rows } = await scratch.admin.query(
+    `with kept as (
+       select 'product' as rollup, region, day, product_id::text as what, status, currency,
+              lines::text || ' ' || units::text as n, revenue::text as amount
+         from sales.region_product_days where lines <> 0 or units <> 0 or revenue <> 0
+       union all
+       select 'category', region, day, category, status, currency, order_count::text, revenue::text
+         from sales.region_category_days where order_count <> 0 or revenue <> 0
+     ), base as (
+       select 'product' as rollup, c.region, date_trunc('day', o.ordered_at, 'UTC') as day, i.product_id::text as what,
+              o.status, o.currency, count(*)::text || ' ' || sum(i.quantity)::text as n,
+              sum(i.quantity * i.unit_price)::text as amount
+         from sales.order_items i join sales.orders o on o.id = i.order_id join sales.customers c on c.id = o.customer_id
+        group by 2, 3, 4, 5, 6
+       union all
+       select 'category', c.region, date_trunc('day', o.ordered_at, 'UTC'), p.category, o.status, o.currency,
+              count(distinct o.id)::text, sum(i.quantity * i.unit_price)::text
+         from sales.order_items i join sales.orders o on o.id = i.order_id join sales.customers c on c.id = o.customer_id
+         join sales.products p on p.id = i.product_id
+        group by 2, 3, 4, 5, 6
+     )
+     (select 'kept only' as side, * from kept except all select 'kept only', * from base)
+     union all (select 'base only', * from base except all select 'base only', * from kept)`,
+  );
+  return rows;
+}
+
+describe('the declared region rollups (region_product_days, region_category_days)', () => {
+  it('agree with the items after the writes of the category suites above: items, orders, products that change category', async () => {
+    const { rows } = await scratch.admin.query<{ products: number; categories: number }>(
+      `select (select count(*)::int from sales.region_product_days) as products,
+              (select count(*)::int from sales.region_category_days) as categories`,
+    );
+    expect(rows[0]!.products).toBeGreaterThan(1000);
+    expect(rows[0]!.categories).toBeGreaterThan(1000);
+    expect(await regionRollupDifferences()).toEqual([]);
+  });
+
+  it('follow a customer with many orders who moves region, and an order that moves to another customer', async () => {
+    const { rows } = await scratch.admin.query<{ id: string }>(
+      'select customer_id::text as id from sales.orders group by 1 order by count(*) desc, 1 limit 1',
+    );
+    await scratch.admin.query("update sales.customers set region = 'Antarctica' where id = $1", [rows[0]!.id]);
+    await scratch.admin.query(
+      'update sales.orders set customer_id = $1 where id = (select min(id) from sales.orders where customer_id <> $1)',
+      [rows[0]!.id],
+    );
+    expect(await regionRollupDifferences()).toEqual([]);
+    const { rows: moved } = await scratch.admin.query<{ n: number }>(
+      "select count(*)::int as n from sales.region_category_days where region = 'Antarctica' and order_count > 0",
+    );
+    expect(moved[0]!.n).toBeGreaterThan(0);
+  });
+
+  it('are emptied by a truncate of the items, in a transaction rolled back', async () => {
+    await scratch.admin.query('begin');
+    try {
+      await scratch.admin.query('truncate sales.order_items');
+      const { rows } = await scratch.admin.query<{ n: number }>(
+        'select (select count(*) from sales.region_product_days) + (select count(*) from sales.region_category_days) as n',
+      );
+      expect(Number(rows[0]!.n)).toBe(0);
+    } finally {
+      await scratch.admin.query('rollback');
+    }
+    expect(await regionRollupDifferences()).toEqual([]);
+  });
+
+  it('a row changed behind the triggers is a difference: the check can fail', async () => {
+    await scratch.admin.query(
+      'update sales.region_product_days set units = units + 1 where (region, day, product_id) = (select region, day, product_id from sales.region_product_days limit 1)',
+    );
+    try {
+      expect(await regionRollupDifferences()).toHaveLength(2);
+    } finally {
+      await scratch.admin.query('select sales.region_product_days_rebuild()');
+    }
+    expect(await regionRollupDifferences()).toEqual([]);
+  });
+});
+
 describe('the daily product rollup', () => {
   it('agrees with the items after the seed', async () => {
     const { rollup, items } = await rollupAndItems();

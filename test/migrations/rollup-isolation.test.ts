@@ -118,6 +118,14 @@ async function differences(ids: Case): Promise<Difference[]> {
        union all
        select 'order_categories', order_id::text, category, items::text, revenue::text
          from sales.order_categories where order_id between $3 and $4
+       union all
+       select 'region_product_days', day::text, region || ' ' || product_id::text || ' ' || status || ' ' || currency,
+              lines::text || ' ' || units::text, revenue::text
+         from sales.region_product_days where day >= $1 and day < $2 and (lines <> 0 or units <> 0 or revenue <> 0)
+       union all
+       select 'region_category_days', day::text, region || ' ' || category || ' ' || status || ' ' || currency,
+              order_count::text, revenue::text
+         from sales.region_category_days where day >= $1 and day < $2 and (order_count <> 0 or revenue <> 0)
      ), tables as (
        select 'order_hours' as rollup, date_trunc('hour', ordered_at, 'UTC')::text as at,
               status || ' ' || currency as key, count(*)::text as n, sum(total_amount)::text as amount
@@ -148,6 +156,19 @@ async function differences(ids: Case): Promise<Difference[]> {
        select 'order_categories', i.order_id::text, p.category, count(*)::text, sum(i.quantity * i.unit_price)::text
          from sales.order_items i join sales.products p on p.id = i.product_id
         where i.order_id between $3 and $4 group by 2, 3
+       union all
+       select 'region_product_days', date_trunc('day', o.ordered_at, 'UTC')::text,
+              c.region || ' ' || i.product_id::text || ' ' || o.status || ' ' || o.currency,
+              count(*)::text || ' ' || sum(i.quantity)::text, sum(i.quantity * i.unit_price)::text
+         from sales.orders o join sales.order_items i on i.order_id = o.id join sales.customers c on c.id = o.customer_id
+        where o.ordered_at >= $1 and o.ordered_at < $2 group by 2, 3
+       union all
+       select 'region_category_days', date_trunc('day', o.ordered_at, 'UTC')::text,
+              c.region || ' ' || p.category || ' ' || o.status || ' ' || o.currency, count(distinct o.id)::text,
+              sum(i.quantity * i.unit_price)::text
+         from sales.orders o join sales.order_items i on i.order_id = o.id join sales.products p on p.id = i.product_id
+         join sales.customers c on c.id = o.customer_id
+        where o.ordered_at >= $1 and o.ordered_at < $2 group by 2, 3
      )
      select 'rollup only' as side, * from (select * from rollup except all select * from tables) r
      union all
@@ -434,6 +455,12 @@ const sameOrder: Pair[] = [refund, dayMove].map((child) => ({
 const PAIRS: Pair[] = [
   ...orderChanges.flatMap((parent) => items.map((child) => ({ rollup: 'product_days', parent, child }))),
   ...orders.map((child) => ({ rollup: 'region_days and region_hours', parent: customerMove, child })),
+  // The declared rollups by region, product and category: the customer's items move with the customer.
+  ...[...items, ...productItems].map((child) => ({
+    rollup: 'region_product_days and region_category_days',
+    parent: customerMove,
+    child,
+  })),
   ...[...items, ...productItems, ...orderChanges].map((child) => ({
     rollup: 'category_days',
     parent: categoryChange,
@@ -498,6 +525,9 @@ describe('item 1: writers at different isolation levels', () => {
       expect(await onOlderSnapshot(level, placeOrder, move, 'read committed')).toBe('40001');
       const [addItemOfProduct, recategorize] = [productItems[0]!.sql(ids), categoryChange.sql(ids)];
       expect(await onOlderSnapshot(level, addItemOfProduct, recategorize, 'read committed')).toBe('40001');
+      // The declared region rollups: the customer's move locks its orders, and the item added touched one.
+      const addItemToOrder = [`insert into sales.order_items values (${ids.o}, 3, 1, 7.25)`];
+      expect(await onOlderSnapshot(level, addItemToOrder, customerMove.sql(ids), 'read committed')).toBe('40001');
       expect(await differences(ids)).toEqual([]);
     });
   }

@@ -1,0 +1,6 @@
+/** Declared rollups: what a pack declares, the migration that makes them, and their check. */
+export { checkRollupDeclaration } from './declaration.js';
+export type { RollupDeclaration, RollupKey, RollupMeasure, RollupParent } from './declaration.js';
+export { rollupDrift } from './drift.js';
+export { readRollupCatalog, rollupMigration } from './migration.js';
+export { rollupNames } from './statements.js';

@@ -1,0 +1,275 @@
+/**
+ * Issue 21, item 4: rollups declared, their triggers generated. The engine (src/db/rollups/) refuses a
+ * declaration it cannot keep exact with a one-line message naming the field and the fix, and keeps a
+ * rollup of a schema it has never seen (a toy ledger, not the sales pack) equal to its base rows
+ * through every kind of write; the check it offers tells when a rollup has drifted. The sales pack's
+ * own declared rollups are held to the base rows by test/migrations/daily-rollups.test.ts and, under
+ * two writers at every isolation level, by test/migrations/rollup-isolation.test.ts.
+ */
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  checkRollupDeclaration,
+  rollupDrift,
+  rollupMigration,
+  type RollupDeclaration,
+} from '../../src/db/rollups/index.js';
+import { ConfigError } from '../../src/errors.js';
+import { createScratchDatabase, type ScratchDatabase } from '../support/scratch.js';
+
+/** Entries of invoices of accounts: amount per account owner's country, UTC hour and invoice state. */
+const LEDGER: RollupDeclaration = {
+  name: 'country_hours',
+  schema: 'toy',
+  readerSchema: 'toy_read',
+  facts: 'entries',
+  parents: [
+    { table: 'invoices', key: 'id', link: 'invoice_id' },
+    { table: 'accounts', key: 'id', link: 'account_id' },
+  ],
+  keys: [
+    { name: 'country', from: 'accounts', column: 'country' },
+    { name: 'hour', from: 'invoices', column: 'issued_at', truncate: 'hour' },
+    { name: 'state', from: 'invoices', column: 'state' },
+    { name: 'kind', from: 'facts', column: 'kind' },
+  ],
+  measures: [
+    { name: 'entries', count: true },
+    { name: 'amount', sum: ['units', 'price'], scale: 2 },
+  ],
+};
+
+const refusal = (d: unknown): string => {
+  try {
+    checkRollupDeclaration(d as RollupDeclaration);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as Error).message;
+  }
+  throw new Error('the declaration was accepted');
+};
+
+describe('a declaration the engine cannot keep exact is refused in one line, naming the field and the fix', () => {
+  it.each([
+    [
+      { ...LEDGER, name: 'Country Hours' },
+      'rollup Country Hours: name "Country Hours" is not a lower-case SQL name; use letters, digits and _',
+    ],
+    [{ ...LEDGER, keys: [] }, 'rollup country_hours: keys is empty; key the rollup by at least one column'],
+    [
+      { ...LEDGER, name: 'x'.repeat(50) },
+      `rollup ${'x'.repeat(50)}: the name makes entries_${'x'.repeat(50)}_a_touch_new, over 63 characters; shorten the name`,
+    ],
+    [
+      { ...LEDGER, keys: [{ name: 'country', from: 'owners', column: 'country' }] },
+      'rollup country_hours: keys[0].from "owners" is neither facts nor a parent; use one of: facts, invoices, accounts',
+    ],
+    [
+      { ...LEDGER, measures: [{ name: 'amount', sum: ['units'] }] },
+      "rollup country_hours: measures has no count; add { name: 'rows', count: true }: it tells an empty row from a zero sum",
+    ],
+    [
+      { ...LEDGER, measures: [{ name: 'state', count: true }] },
+      'rollup country_hours: measures[0].name state names a column twice; give each key and measure its own name',
+    ],
+    [
+      { ...LEDGER, keys: [{ name: 'hour', from: 'invoices', column: 'issued_at', truncate: 'minute' }] },
+      'rollup country_hours: keys[0].truncate "minute" is not a grain; use hour or day',
+    ],
+    [
+      { ...LEDGER, parents: [...LEDGER.parents, { table: 'banks', key: 'id', link: 'bank_id' }] },
+      'rollup country_hours: parents has 3 tables; at most 2: declare a rollup of a nearer table',
+    ],
+    [
+      {
+        ...LEDGER,
+        measures: [
+          { name: 'n', count: true },
+          { name: 'amount', sum: ['units; drop table x'] },
+        ],
+      },
+      'rollup country_hours: measures[1].sum[0] "units; drop table x" is not a lower-case SQL name; use letters, digits and _',
+    ],
+  ])('%#', (declaration, message) => {
+    const said = refusal(declaration);
+    expect(said).toBe(message);
+    expect(said).not.toContain('\n');
+  });
+
+  it('accepts the sales pack-like declaration above', () => {
+    expect(checkRollupDeclaration(LEDGER)).toBe(LEDGER);
+  });
+});
+
+let scratch: ScratchDatabase;
+let db: Kysely<unknown>;
+const reader = `toy_reader_${Math.random().toString(16).slice(2, 8)}`;
+
+async function q(text: string, values: unknown[] = []): Promise<pg.QueryResult> {
+  return scratch.admin.query(text, values);
+}
+
+/** The rollup's rows against sums written here from the base tables (not the engine's rebuild query). */
+async function differences(): Promise<unknown[]> {
+  const { rows } = await q(
+    `with kept as (select country, hour, state, kind, entries, amount from toy.country_hours where entries <> 0),
+          base as (select a.country, date_trunc('hour', i.issued_at, 'UTC') as hour, i.state, e.kind,
+                          count(*)::bigint as entries, sum(e.units * e.price)::numeric(18, 2) as amount
+                     from toy.entries e join toy.invoices i on i.id = e.invoice_id join toy.accounts a on a.id = i.account_id
+                    group by 1, 2, 3, 4)
+     (select 'kept only' as side, * from kept except all select 'kept only', * from base)
+     union all (select 'base only', * from base except all select 'base only', * from kept)`,
+  );
+  return rows;
+}
+
+beforeAll(async () => {
+  scratch = await createScratchDatabase('declared_rollups');
+  db = new Kysely({
+    dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: scratch.adminUrl, max: 1 }) }),
+  });
+  await q(`create role ${reader} nologin`);
+  await q(`create schema toy; create schema toy_read; grant usage on schema toy_read to ${reader};
+    create table toy.accounts (id int primary key, country text not null);
+    create table toy.invoices (id int primary key, account_id int not null references toy.accounts (id),
+                               issued_at timestamptz not null, state text not null);
+    create table toy.entries (invoice_id int not null references toy.invoices (id) on delete cascade,
+                              line int not null, kind text not null, units int not null, price numeric(10, 2) not null,
+                              primary key (invoice_id, line));
+    insert into toy.accounts values (1, 'FR'), (2, 'DE'), (3, 'FR');
+    insert into toy.invoices values (10, 1, '2030-01-01T10:15:00Z', 'open'), (11, 2, '2030-01-01T10:45:00Z', 'paid'),
+                                    (12, 3, '2030-01-02T23:59:00Z', 'open');
+    insert into toy.entries values (10, 1, 'fee', 2, 1.50), (10, 2, 'tax', 1, 0.30), (11, 1, 'fee', 3, 2.00),
+                                   (12, 1, 'fee', 1, 9.99)`);
+  await rollupMigration([LEDGER], reader).up(db);
+});
+afterAll(async () => {
+  await db?.destroy();
+  await q(`drop schema toy, toy_read cascade; drop owned by ${reader}; drop role ${reader}`).catch(() => undefined);
+  await scratch?.drop();
+});
+
+describe('a rollup of a schema the engine has never seen', () => {
+  it('is filled from the rows already there, and the reader sees only its non-empty rows', async () => {
+    expect(await differences()).toEqual([]);
+    const { rows } = await q('select count(*)::int as n from toy.country_hours');
+    expect(rows[0].n).toBe(4);
+    expect(await rollupDrift(db, LEDGER)).toBe(0);
+  });
+
+  it('follows facts added, changed, moved and deleted, parents that change or go, and a parent of a parent that changes', async () => {
+    const writes = [
+      "insert into toy.entries values (11, 2, 'tax', 1, 0.40)",
+      'update toy.entries set units = 5 where invoice_id = 10 and line = 1',
+      "update toy.entries set kind = 'rebate' where invoice_id = 10 and line = 2",
+      'update toy.entries set invoice_id = 12 where invoice_id = 11 and line = 2',
+      'delete from toy.entries where invoice_id = 12 and line = 1',
+      "update toy.invoices set state = 'paid' where id = 10",
+      "update toy.invoices set issued_at = '2030-01-03T00:00:00Z' where id = 12",
+      "update toy.invoices set issued_at = '2030-01-03T00:59:00Z' where id = 12",
+      'update toy.invoices set account_id = 1 where id = 11',
+      "update toy.accounts set country = 'ES' where id = 1",
+      'delete from toy.invoices where id = 10',
+    ];
+    for (const write of writes) {
+      await q(write);
+      expect(await differences(), write).toEqual([]);
+    }
+    expect(await rollupDrift(db, LEDGER)).toBe(0);
+  });
+
+  it('is kept in the writer transaction: a rollback takes the change back', async () => {
+    const before = (await q('select * from toy.country_hours order by 1, 2, 3, 4')).rows;
+    await q('begin');
+    await q("insert into toy.entries values (11, 9, 'fee', 1, 100)");
+    expect((await q('select * from toy.country_hours order by 1, 2, 3, 4')).rows).not.toEqual(before);
+    await q('rollback');
+    expect((await q('select * from toy.country_hours order by 1, 2, 3, 4')).rows).toEqual(before);
+  });
+
+  it('drifts when a write goes round its triggers, and the check says so; the rebuild mends it', async () => {
+    await q('alter table toy.entries disable trigger user');
+    await q("insert into toy.entries values (11, 7, 'fee', 1, 1.00)");
+    await q('alter table toy.entries enable trigger user');
+    expect(await rollupDrift(db, LEDGER)).toBeGreaterThan(0);
+    expect(await differences()).not.toEqual([]);
+    await q('select toy.country_hours_rebuild()');
+    expect(await rollupDrift(db, LEDGER)).toBe(0);
+  });
+
+  it('is emptied by a truncate of its facts', async () => {
+    await q('begin');
+    try {
+      await q('truncate toy.entries');
+      expect((await q('select count(*)::int as n from toy.country_hours')).rows[0].n).toBe(0);
+    } finally {
+      await q('rollback');
+    }
+  });
+
+  it('runs its triggers as the owner: a writer needs no rights on the rollup, and nobody may call its functions', async () => {
+    const writer = `${reader}_w`;
+    await q(`create role ${writer} nologin; grant usage on schema toy to ${writer};
+             grant insert, select on toy.entries to ${writer}; grant select on toy.invoices to ${writer}`);
+    try {
+      await q('begin');
+      await q(`set local role ${writer}`);
+      await q("insert into toy.entries values (11, 8, 'fee', 1, 1.00)");
+      await q('commit');
+      expect(await differences()).toEqual([]);
+      await q('begin');
+      await q(`set local role ${writer}`);
+      await expect(q('select toy.country_hours_rebuild()')).rejects.toThrow(/permission denied/);
+      await q('rollback');
+    } finally {
+      await q(`drop owned by ${writer}; drop role ${writer}`);
+    }
+  });
+
+  it('can be unmade by its migration', async () => {
+    await rollupMigration([LEDGER], reader).down!(db);
+    expect((await q("select to_regclass('toy.country_hours') as t")).rows[0].t).toBeNull();
+    const { rows } = await q("select count(*)::int as n from pg_proc where pronamespace = 'toy'::regnamespace");
+    expect(rows[0].n).toBe(0);
+    await rollupMigration([LEDGER], reader).up(db);
+    expect(await differences()).toEqual([]);
+  });
+});
+
+describe('what only the catalog can tell is refused at migration, in one line', () => {
+  it.each([
+    [
+      { ...LEDGER, name: 'a1', keys: [{ name: 'country', from: 'accounts', column: 'land' }] },
+      'rollup a1: keys[0].column toy.accounts.land does not exist; name a column of toy.accounts',
+    ],
+    [
+      { ...LEDGER, name: 'a2', keys: [{ name: 'state', from: 'invoices', column: 'state', truncate: 'day' }] },
+      'rollup a2: keys[0] cuts state to the day, but it is text; cut only a timestamptz (UTC hours and days)',
+    ],
+  ])('%#', async (declaration, message) => {
+    await expect(rollupMigration([declaration as RollupDeclaration], reader).up(db)).rejects.toThrow(message);
+  });
+
+  it('refuses a cascading foreign key past the first parent', async () => {
+    await q(
+      `create table toy.lines (entry_invoice int not null references toy.invoices (id) on delete cascade, n int not null)`,
+    );
+    const declaration: RollupDeclaration = {
+      ...LEDGER,
+      name: 'a3',
+      facts: 'lines',
+      parents: [{ table: 'invoices', key: 'id', link: 'entry_invoice' }],
+      keys: [{ name: 'state', from: 'invoices', column: 'state' }],
+      measures: [{ name: 'n', count: true }],
+    };
+    // The first parent may cascade: its delete takes the sums out first.
+    await rollupMigration([declaration], reader).up(db);
+    await rollupMigration([declaration], reader).down!(db);
+    await q(`alter table toy.invoices drop constraint invoices_account_id_fkey,
+             add foreign key (account_id) references toy.accounts (id) on delete cascade`);
+    await expect(rollupMigration([LEDGER], reader).up(db)).rejects.toThrow(
+      "rollup country_hours: deleting a row of accounts deletes invoices in cascade, past the facts' first parent; make that key restrict, or declare the rollup nearer",
+    );
+  });
+});
