@@ -41,9 +41,9 @@
  * currency by currency, by revenue within each (revenues in two currencies do not compare).
  * Held to regions (a `region` asked for, or a caller's data scope), only the orders of customers in
  * them count: "o"."customer_id" in (select "rc"."id" from "reporting"."customers" as "rc" where
- * "rc"."region" in ($r1, ..) [and "rc"."region" = $r]), and "r"."region" likewise in region_days. The
- * hourly and category rollups have no region, so day, week, month and category then read the orders
- * (and items) of the whole range; by region, region_days still answers the whole UTC days.
+ * "rc"."region" in ($r1, ..) [and "rc"."region" = $r]), and the region rollups' "region" likewise: day,
+ * week and month read region_hours instead of order_hours, region region_days, and category the
+ * declared region_category_days (pack/rollups.ts) instead of category_days, for the whole UTC days.
  */
 import { sql } from 'kysely';
 import { z } from 'zod';

@@ -29,9 +29,10 @@
  *   order by "ranked"."currency", "ranked"."rank" limit $n   -- metric units swaps revenue and units in the window
  * currency_products (how many products sold in that currency) tells present() whether a currency had
  * more products than `limit`, so that `truncated` stays honest; it is not returned.
- * For a caller scoped to regions, every part comes from the items of the range, their orders held to
- * the customers of those regions ("o"."customer_id" in (select "rc"."id" from "reporting"."customers"
- * as "rc" where "rc"."region" in ($r1, ..))): the product rollup has no region.
+ * For a caller scoped to regions, the whole UTC days come from "reporting"."region_product_days" with
+ * "d"."region" in ($r1, ..), and the hours around them from the items of orders held to the customers
+ * of those regions ("o"."customer_id" in (select "rc"."id" from "reporting"."customers" as "rc" where
+ * "rc"."region" in ($r1, ..))): the product rollup has no region.
  */
 import { sql } from 'kysely';
 import { z } from 'zod';

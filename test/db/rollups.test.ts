@@ -227,6 +227,43 @@ describe('a rollup of a schema the engine has never seen', () => {
     }
   });
 
+  it.each(['repeatable read', 'serializable'])(
+    'refuses (40001), at %s, a change of a parent on a snapshot older than a row added under it, and stays exact',
+    async (level) => {
+      const stale = new pg.Client({ connectionString: scratch.adminUrl });
+      await stale.connect();
+      try {
+        const added = [
+          "insert into toy.entries values (11, 20, 'fee', 1, 2.00)", // under invoice 11, of account 1
+          "insert into toy.invoices values (13, 1, '2030-01-05T08:00:00Z', 'open')", // under account 1
+        ];
+        for (const [i, write] of added.entries()) {
+          await stale.query(`begin isolation level ${level}`);
+          await stale.query('select 1'); // the snapshot
+          await q(write);
+          const change =
+            i === 0
+              ? "update toy.invoices set state = 'void' where id = 11"
+              : "update toy.accounts set country = 'PT' where id = 1";
+          const refused = await stale.query(change).then(
+            () => 'committed',
+            (err: { code?: string }) => err.code,
+          );
+          await stale.query('rollback');
+          expect(refused, write).toBe('40001');
+          // The account's move, now on a fresh snapshot, takes the new rows with it.
+          await q("update toy.accounts set country = 'PT' where id = 1");
+          expect(await differences(), write).toEqual([]);
+          await q("update toy.accounts set country = 'ES' where id = 1");
+        }
+        await q('delete from toy.entries where invoice_id = 11 and line = 20; delete from toy.invoices where id = 13');
+        expect(await differences()).toEqual([]);
+      } finally {
+        await stale.end();
+      }
+    },
+  );
+
   it('can be unmade by its migration', async () => {
     await rollupMigration([LEDGER], reader).down!(db);
     expect((await q("select to_regclass('toy.country_hours') as t")).rows[0].t).toBeNull();

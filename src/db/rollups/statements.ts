@@ -262,7 +262,9 @@ export function createStatements(d: RollupDeclaration, catalog: RollupCatalog, r
         names.touch(chain[i]!),
         'trigger',
         '',
-        `update ${names.base(parent.table)} set ${q(parent.key)} = ${q(parent.key)} where ${q(parent.key)} = new.${q(parent.link)};\nreturn null;`,
+        // A parent this transaction wrote already has a version as new as a touch would make.
+        `update ${names.base(parent.table)} set ${q(parent.key)} = ${q(parent.key)}\n` +
+          ` where ${q(parent.key)} = new.${q(parent.link)} and xmin <> pg_current_xact_id()::xid;\nreturn null;`,
       ),
     );
   }
@@ -298,10 +300,12 @@ export function createStatements(d: RollupDeclaration, catalog: RollupCatalog, r
     statements.push(plpgsql(names.deleted, 'trigger', records(d), `${parentMove(d, 0, 'old', -1)}\nreturn old;`));
   }
   statements.push(plpgsql(names.truncate, 'trigger', '', `truncate ${names.table};\nreturn null;`));
+  // In key order, so that a range of one region's days lies on few pages.
   statements.push(
     `create function ${names.rebuild}() returns void language sql as $$
        delete from ${names.table};
-       insert into ${names.table} (${columns.map(q).join(', ')}) ${baseRowsQuery(d)};
+       insert into ${names.table} (${columns.map(q).join(', ')})
+       ${baseRowsQuery(d)} order by ${d.keys.map((_, i) => i + 1).join(', ')};
      $$`,
   );
   for (const fn of ownerFunctions(d, catalog)) {
