@@ -154,4 +154,31 @@ export const VIEWS: ViewsDocumentation<ReportingDatabase> = {
       revenue: 'the sum of quantity × unit price of those items of the category',
     },
   },
+  'reporting.region_product_days': {
+    description:
+      'Order lines, units and revenue per customer region, UTC day, product, order status and currency: a rollup declared in pack/rollups.ts and kept exact by the triggers the engine makes (a customer who moves takes their items along); what a caller scoped to regions reads its top products from.',
+    columns: {
+      region: 'the customer’s sales region',
+      day: 'the UTC day, as the timestamp it starts at',
+      status: 'the status of the orders the items belong to',
+      currency: 'the currency of the amounts',
+      lines: 'the order items counted',
+      units: 'the sum of their quantities',
+      revenue: 'the sum of quantity × unit price',
+    },
+  },
+  'reporting.region_category_days': {
+    description:
+      'Net sales per customer region, UTC day, product category, order status and currency: a declared rollup (pack/rollups.ts) kept exact by the engine’s triggers; what a caller scoped to regions reads its sales by category from.',
+    columns: {
+      region: 'the customer’s sales region',
+      day: 'the UTC day, as the timestamp it starts at',
+      category: 'the product category',
+      status: 'the status of the orders counted',
+      currency: 'the currency of the amounts',
+      order_count:
+        'orders with that region, day, status and currency holding at least one item of the category, each counted once',
+      revenue: 'the sum of quantity × unit price of those items of the category',
+    },
+  },
 };

@@ -2,8 +2,9 @@
  * The sales pack's metrics layer, as declarations the engine compiles into `query_metrics`
  * (src/metrics/): what each figure means, what it can be grouped and filtered by, and where it is read
  * from. Sources are listed smallest first: the hourly rollup (no region, so never for a scoped caller
- * nor a region), the hourly rollup by region (for them), then the orders with their customer's
- * region, then the order items with their product. The schema keeps an order's total equal to the sum of its items, so revenue agrees
+ * nor a region), the hourly rollup by region (for them), the daily product rollups (revenue and units
+ * by product and category, for calls of whole UTC days), then the orders with their customer's region,
+ * then the order items with their product. The schema keeps an order's total equal to the sum of its items, so revenue agrees
  * whichever source serves it.
  */
 import type { MetricsModel, RowCondition } from '../src/metrics/declarations.js';
@@ -141,6 +142,44 @@ export const salesMetrics: MetricsModel = {
         net_orders: { aggregate: 'sum', of: 'rh.order_count', rows: net('rh.status') },
         revenue: { aggregate: 'sum', of: 'rh.total_amount', rows: net('rh.status') },
         refunded_orders: { aggregate: 'sum', of: 'rh.order_count', rows: refunded('rh.status') },
+      },
+    },
+    // Revenue and units by product, category and status, per UTC day: for calls whose days are UTC days
+    // (the engine checks), read from the daily product rollups instead of the items. Order counts do not
+    // add up across products, so these rollups measure neither orders nor customers.
+    {
+      name: 'product_days rollup',
+      rollup: true,
+      rows: (db) =>
+        db.selectFrom('reporting.product_days as pd').innerJoin('reporting.products as pp', 'pp.id', 'pd.product_id'),
+      reads: ['reporting.product_days', 'reporting.products'],
+      time: 'pd.day',
+      timeGrain: 'day',
+      currency: 'pd.currency',
+      attributes: { status: 'pd.status', category: 'pp.category', product: 'pp.sku' },
+      labels: { product: 'pp.name' },
+      measures: {
+        revenue: { aggregate: 'sum', of: 'pd.revenue', rows: net('pd.status') },
+        units: { aggregate: 'sum', of: 'pd.units', rows: net('pd.status') },
+      },
+    },
+    {
+      // The same by customer region, keyed region first (pack/rollups.ts): for scoped callers and regions.
+      name: 'region_product_days rollup',
+      rollup: true,
+      rows: (db) =>
+        db
+          .selectFrom('reporting.region_product_days as rp')
+          .innerJoin('reporting.products as rpp', 'rpp.id', 'rp.product_id'),
+      reads: ['reporting.region_product_days', 'reporting.products'],
+      time: 'rp.day',
+      timeGrain: 'day',
+      currency: 'rp.currency',
+      attributes: { region: 'rp.region', status: 'rp.status', category: 'rpp.category', product: 'rpp.sku' },
+      labels: { product: 'rpp.name' },
+      measures: {
+        revenue: { aggregate: 'sum', of: 'rp.revenue', rows: net('rp.status') },
+        units: { aggregate: 'sum', of: 'rp.units', rows: net('rp.status') },
       },
     },
     {

@@ -42,6 +42,14 @@ export function rollupCovers(range: ResolvedRange, timeZone: string): boolean {
   return [...dayBounds(range, timeZone), rangeEndMs(range, timeZone)].every((ms) => ms % HOUR_MS === 0);
 }
 
+/**
+ * Whether every day of the range starts on a UTC midnight and it ends on one, so that a daily rollup
+ * covers it exactly and its local days are UTC days: in UTC, and in a zone at UTC+0 on those days.
+ */
+export function dailyRollupCovers(range: ResolvedRange, timeZone: string): boolean {
+  return [...dayBounds(range, timeZone), rangeEndMs(range, timeZone)].every((ms) => ms % DAY_MS === 0);
+}
+
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
 

@@ -92,9 +92,11 @@ export interface MetricSource {
   readonly time: string;
   /**
    * 'hour' for a rollup keyed by whole UTC hours: it serves a call only when every bound of the range
-   * falls on a whole UTC hour (zones with whole-hour offsets, a range not cut inside an hour).
+   * falls on a whole UTC hour (zones with whole-hour offsets, a range not cut inside an hour). 'day'
+   * for one keyed by UTC days: it serves a call only when every bound falls on a UTC midnight (the
+   * reporting zone is UTC on those days) and the call groups by no hour.
    */
-  readonly timeGrain?: 'hour';
+  readonly timeGrain?: 'hour' | 'day';
   /** The currency column of its money figures; required of a source that measures money. */
   readonly currency?: string;
   /** The attributes it can group and filter by, as the column of each ("c.region"). */

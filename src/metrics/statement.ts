@@ -27,7 +27,7 @@
  * in tool.ts), checks every statement a call can build.
  */
 import { sql, type AliasedRawBuilder, type Kysely, type RawBuilder } from 'kysely';
-import { endOfRange, rollupCovers, startOfDay } from '../db/range-sql.js';
+import { dailyRollupCovers, endOfRange, rollupCovers, startOfDay } from '../db/range-sql.js';
 import { resolveRange, type DateRangeInput, type ResolvedRange } from '../lib/date-range.js';
 import { hiddenGroupCount, visibleGroupsOnly, type SmallGroupContext } from '../lib/small-groups.js';
 import type { QueryContext, RowQuery } from '../registry/types.js';
@@ -98,10 +98,12 @@ export function sourceFor(model: MetricsModel, args: MetricsArgs, ctx: QueryCont
   const metrics = baseMetrics(model, args.metrics);
   const attributes = attributesRead(model, args, ctx);
   const people = countsPeople(model, args.metrics);
+  const groupsByHour = (args.group_by ?? []).some((d) => d === 'hour' || d === 'hour_of_day');
   return (
     model.sources.find(
       (s) =>
         (s.timeGrain !== 'hour' || rollupCovers(range, ctx.timeZone)) &&
+        (s.timeGrain !== 'day' || (dailyRollupCovers(range, ctx.timeZone) && !groupsByHour)) &&
         metrics.every((m) => m in s.measures) &&
         attributes.every((a) => a in s.attributes) &&
         (!people || s.people !== undefined),
