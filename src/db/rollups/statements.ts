@@ -183,9 +183,8 @@ function parentMove(d: RollupDeclaration, index: number, row: 'old' | 'new', sig
     ...lower.map((k, i) => `${keyValue(k, at)} as k${i}`),
     ...d.measures.map((m, i) => `${aggregateMeasure(m)} as m${i}`),
   ];
-  const linkBelow = index === 0 ? parent.link : parent.link;
   const facts =
-    `(select ${grouped.join(', ')} ${chainJoin(d, index)} where ${below}.${q(linkBelow)} = ${row}.${q(parent.key)}` +
+    `(select ${grouped.join(', ')} ${chainJoin(d, index)} where ${below}.${q(parent.link)} = ${row}.${q(parent.key)}` +
     `${lower.length > 0 ? ` group by ${lower.map((_, i) => i + 1).join(', ')}` : ''} having count(*) > 0) g`;
   const outer = new Map<string, string>([
     [parent.table, row],
