@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-/** The `querygate` command: serve (stdio or HTTP), report, doctor, migrate, seed. */
+/** The `querygate` command: serve (stdio or HTTP), report, doctor, migrate, check-rollups, seed. */
 import './young-generation.js'; // first: before the modules' allocations grow the young generation
 import './node-compat.js'; // before pg is loaded
 import { createServer as createNetServer } from 'node:net';
@@ -8,7 +8,7 @@ import { startApp, STOP_GRACE_MS, type App } from './app.js';
 import { stdioCallerId } from './caller-ids.js';
 import { loadConfig, type Config } from './config.js';
 import { defaultDataDir } from './db/embedded.js';
-import { migrate, seed } from './cli/database-commands.js';
+import { checkRollups, migrate, seed } from './cli/database-commands.js';
 import { doctor } from './cli/doctor-command.js';
 import { reportCommand } from './report-cli.js';
 import { scaffoldMetric } from './scaffold-metric.js';
@@ -37,6 +37,8 @@ const USAGE = `Usage:
                                          its widest arguments; exits 1 when unsafe or over a pack's ceiling
   querygate migrate                      apply the packs' migrations (ADMIN_DATABASE_URL, or the
                                          embedded database)
+  querygate check-rollups                compare each declared rollup with its base rows, as migrate
+                                         connects; exits 1 when one differs
   querygate seed [--pack NAME] [--count N] [--until YYYY-MM-DD] [--replace | --if-empty]
                                          load a pack's deterministic demo data (each pack has its default
                                          count, up to yesterday); refuses a pack whose tables hold data
@@ -97,7 +99,7 @@ async function main(argv: string[]): Promise<void> {
   if (positionals.length > 1) throw new ConfigError(`unexpected argument ${positionals[1]}\n${USAGE}`);
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
-  if (!['serve', 'doctor', 'migrate', 'seed'].includes(command))
+  if (!['serve', 'doctor', 'migrate', 'check-rollups', 'seed'].includes(command))
     throw new ConfigError(`unknown command ${command}\n${USAGE}`);
   const { packs, paths, file } = await packsToServe(config);
   switch (command) {
@@ -112,6 +114,8 @@ async function main(argv: string[]): Promise<void> {
       return doctor(config, packs, logger);
     case 'migrate':
       return migrate(config, packs, logger);
+    case 'check-rollups':
+      return checkRollups(config, packs, logger);
     case 'seed':
       return seed(config, packs, logger, {
         pack: values.pack,

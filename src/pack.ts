@@ -7,6 +7,7 @@
 import type { Migration } from 'kysely';
 import type pg from 'pg';
 import type { ResourceTemplate } from './content-declarations.js';
+import { checkRollupDeclaration, type RollupDeclaration } from './db/rollups/declaration.js';
 import type { Logger } from './logger.js';
 import type { AnyPrompt } from './prompts.js';
 import type { PersonalKind } from './lib/masking.js';
@@ -120,6 +121,11 @@ export interface Pack {
   readonly migrations: (options: { readonly readerRole: string }) => Record<string, Migration>;
   /** The table that records the pack's applied migrations; `querygate_<name>_migrations` by default. */
   readonly migrationTable?: string;
+  /**
+   * The rollups the pack declares (src/db/rollups/): one of its migrations makes them with
+   * rollupMigration; `querygate check-rollups` compares each with its base rows.
+   */
+  readonly rollups?: readonly RollupDeclaration[];
   readonly seed?: PackSeed;
   /**
    * The planner cost no template may exceed over its widest allowed arguments (EXPLAIN, checked by
@@ -141,8 +147,9 @@ export interface Pack {
   readonly resourceTemplates?: readonly ResourceTemplate[];
 }
 
-/** Checks a pack's own shape; the registry checks its templates. */
+/** Checks a pack's own shape (its rollups' declarations, in one line each); the registry checks its templates. */
 export function definePack(pack: Pack): Pack {
+  for (const rollup of pack.rollups ?? []) checkRollupDeclaration(rollup);
   return pack;
 }
 

@@ -198,6 +198,7 @@ describe('the commands shown in README.md and docs/', () => {
 
   it('knows the CLI, its options, the reports and the scripts', () => {
     expect([...ok.commands].sort()).toEqual([
+      'check-rollups',
       'doctor',
       'migrate',
       'new-metric',

@@ -1,4 +1,6 @@
 import type { Config } from '../config.js';
+import { adminKysely } from '../db/connect.js';
+import { rollupDrift, rollupNames } from '../db/rollups/index.js';
 import { defaultDataDir, startEmbedded } from '../db/embedded.js';
 import { prepareDatabase, type PrepareOptions } from '../db/prepare.js';
 import { ConfigError } from '../errors.js';
@@ -79,6 +81,34 @@ export async function seed(
         { count: counts[pack.name], until: options.until, replace: options.replace },
         logger,
       );
+    }
+  });
+}
+
+/**
+ * `querygate check-rollups`: each declared rollup of the served packs against its base rows, as an
+ * admin (the reader cannot read the base tables). Prints one line a rollup; exit code 1 when one drifted.
+ */
+export async function checkRollups(config: Config, packs: readonly Pack[], logger: Logger): Promise<void> {
+  await withAdmin(config, packs, logger, async (adminUrl) => {
+    const db = adminKysely(adminUrl);
+    try {
+      const lines: string[] = [];
+      for (const pack of packs) {
+        for (const rollup of pack.rollups ?? []) {
+          const drift = await rollupDrift(db, rollup);
+          const name = `${rollup.schema}.${rollup.name}`;
+          if (drift > 0) process.exitCode = 1;
+          lines.push(
+            drift === 0
+              ? `OK    ${name}: equal to its base rows`
+              : `FAIL  ${name}: ${drift} rows differ from its base rows; fix: select ${rollupNames(rollup).rebuild}(), and find the write that went round its triggers`,
+          );
+        }
+      }
+      process.stdout.write(`${lines.length === 0 ? 'no declared rollups in the served packs' : lines.join('\n')}\n`);
+    } finally {
+      await db.destroy();
     }
   });
 }

@@ -6,6 +6,7 @@
  * own declared rollups are held to the base rows by test/migrations/daily-rollups.test.ts and, under
  * two writers at every isolation level, by test/migrations/rollup-isolation.test.ts.
  */
+import { spawnSync } from 'node:child_process';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -308,5 +309,40 @@ describe('what only the catalog can tell is refused at migration, in one line', 
     await expect(rollupMigration([LEDGER], reader).up(db)).rejects.toThrow(
       "rollup country_hours: deleting a row of accounts deletes invoices in cascade, past the facts' first parent; make that key restrict, or declare the rollup nearer",
     );
+  });
+});
+
+describe('querygate check-rollups', () => {
+  const checkRollups = (): { status: number | null; stdout: string; stderr: string } =>
+    spawnSync(process.execPath, ['dist/src/cli.js', 'check-rollups'], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH ?? '', ADMIN_DATABASE_URL: scratch.adminUrl, QUERYGATE_LOG_LEVEL: 'error' },
+    });
+
+  it("says each of the served packs' declared rollups equals its base rows, and exits 0", () => {
+    const run = checkRollups();
+    expect(run.stdout).toBe(
+      'OK    sales.region_product_days: equal to its base rows\nOK    sales.region_category_days: equal to its base rows\n',
+    );
+    expect(run.status).toBe(0);
+  });
+
+  it('names a rollup that drifted and the fix, and exits 1', async () => {
+    await q(`insert into sales.customers (id, name, email, phone, region) values (1, 'A', 'a@example.com', '+1 555 000-0000', 'Europe');
+             insert into sales.products (id, sku, name, category, unit_price) values (1, 'S-1', 'One', 'Home', 2);
+             insert into sales.orders (id, customer_id, status, ordered_at, total_amount) values (1, 1, 'paid', '2030-01-01T10:00:00Z', 4);
+             insert into sales.order_items values (1, 1, 2, 2.00)`);
+    await q('update sales.region_product_days set units = units + 1');
+    try {
+      const run = checkRollups();
+      expect(run.stdout).toContain(
+        'FAIL  sales.region_product_days: 2 rows differ from its base rows; fix: select "sales"."region_product_days_rebuild"(), and find the write that went round its triggers\n',
+      );
+      expect(run.stdout).toContain('OK    sales.region_category_days: equal to its base rows');
+      expect(run.status).toBe(1);
+    } finally {
+      await q('select sales.region_product_days_rebuild()');
+    }
+    expect(checkRollups().status).toBe(0);
   });
 });
