@@ -59,7 +59,7 @@ export function serveJobs(reports: Iterable<ReportEntry>, taken: (name: string) 
     tools.push({
       name,
       title: `${report.title} (as a job)`,
-      description: `${report.name} as a job: answers at once with a job_id; poll get_report_job until the state is final (its result is what ${report.name} answers). Example input: ${JSON.stringify(report.examples[0])}.`,
+      description: `${report.name} as a job: answers at once with a job_id for get_report_job, whose result is what ${report.name} answers. Example input: ${JSON.stringify(report.examples[0])}.`,
       inputSchema: jsonSchema(report.input, 'input') as Tool['inputSchema'],
       outputSchema: jobSchema,
       annotations: SUBMIT_ANNOTATIONS,
@@ -76,7 +76,7 @@ export function serveJobs(reports: Iterable<ReportEntry>, taken: (name: string) 
       {
         name: GET_JOB_TOOL,
         title: 'Report job',
-        description: `A report job (${polled}) as it stands, with its result once completed; poll it every poll_interval_ms until the state is final.`,
+        description: `A report job (${polled}) as it stands, with its result once completed; poll every poll_interval_ms until it ends.`,
         inputSchema: jsonSchema(jobIdInput, 'input') as Tool['inputSchema'],
         outputSchema: jobSchema,
         annotations: GET_ANNOTATIONS,
@@ -84,7 +84,7 @@ export function serveJobs(reports: Iterable<ReportEntry>, taken: (name: string) 
       {
         name: CANCEL_JOB_TOOL,
         title: 'Cancel a report job',
-        description: `Stops a pending or running report job (${polled}) and answers with it.`,
+        description: `Stops a pending or running report job (${polled}).`,
         inputSchema: jsonSchema(jobIdInput, 'input') as Tool['inputSchema'],
         outputSchema: jobSchema,
         annotations: CANCEL_ANNOTATIONS,
