@@ -40,6 +40,9 @@ export const jobIdInput = z.strictObject({
 });
 
 const JOB_ERROR = z.object({ code: z.string(), message: z.string() });
+const JOB_STATE = z
+  .enum(['pending', 'running', 'completed', 'failed', 'cancelled'])
+  .describe('pending and running: poll again after poll_interval_ms');
 
 /**
  * The answer of every job tool: the job as it stands, with `result` shaped as the report's output.
@@ -51,9 +54,7 @@ const JOB_ERROR = z.object({ code: z.string(), message: z.string() });
 export function jobOutput(result: z.ZodType): z.ZodObject {
   return z.object({
     job_id: z.string(),
-    state: z
-      .enum(['pending', 'running', 'completed', 'failed', 'cancelled'])
-      .describe('pending and running: poll again after poll_interval_ms'),
+    state: JOB_STATE,
     progress: z.object({ done: z.number().int(), total: z.number().int(), message: z.string() }).nullable(),
     result: result.nullable(),
     error: JOB_ERROR.nullable(),
@@ -63,6 +64,17 @@ export function jobOutput(result: z.ZodType): z.ZodObject {
     poll_interval_ms: z.number().int(),
   });
 }
+
+/**
+ * A submit tool's answer: the job just recorded, pending, and how to poll it. Its progress, result and
+ * error are not there yet, so it carries none of them; get_report_job answers the whole job.
+ */
+export const submittedOutput = z.object({
+  job_id: z.string(),
+  state: JOB_STATE,
+  expires_at: z.string(),
+  poll_interval_ms: z.number().int(),
+});
 
 /** What the job tools list as `result`: when completed, the answer of the report the job runs. */
 export const LISTED_JOB_RESULT = z.record(z.string(), z.unknown()).describe("the answer of the report's tool");
@@ -81,6 +93,16 @@ export function jobView(job: JobRow, pollIntervalMs: number): Record<string, unk
     error: job.state === 'failed' ? job.error : null,
     attempt: job.attempts,
     cancel_requested: job.cancel_requested,
+    expires_at: job.expires_at.toISOString(),
+    poll_interval_ms: pollIntervalMs,
+  };
+}
+
+/** A job row just recorded, as its submit tool answers it. */
+export function submittedView(job: JobRow, pollIntervalMs: number): Record<string, unknown> {
+  return {
+    job_id: job.id,
+    state: job.state,
     expires_at: job.expires_at.toISOString(),
     poll_interval_ms: pollIntervalMs,
   };

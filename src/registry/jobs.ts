@@ -17,6 +17,7 @@ import {
   jobOutput,
   jobView,
   LISTED_JOB_RESULT,
+  submittedOutput,
   SUBMIT_ANNOTATIONS,
 } from '../jobs/tools.js';
 import { admitted } from './call/admission.js';
@@ -47,6 +48,8 @@ export function serveJobs(reports: Iterable<ReportEntry>, taken: (name: string) 
   const tools: Tool[] = [];
   const jobAnswer = jsonSchema(jobOutput(LISTED_JOB_RESULT), 'output');
   const jobSchema = outline(jobAnswer) as Tool['outputSchema'];
+  const submitAnswer = jsonSchema(submittedOutput, 'output');
+  const submitSchema = outline(submitAnswer) as Tool['outputSchema'];
   for (const entry of reports) {
     const { report } = entry;
     if (!report.job) continue;
@@ -61,7 +64,7 @@ export function serveJobs(reports: Iterable<ReportEntry>, taken: (name: string) 
       title: `${report.title} (as a job)`,
       description: `${report.name} as a job: answers at once with a job_id for get_report_job, whose result is what ${report.name} answers. Example input: ${JSON.stringify(report.examples[0])}.`,
       inputSchema: jsonSchema(report.input, 'input') as Tool['inputSchema'],
-      outputSchema: jobSchema,
+      outputSchema: submitSchema,
       annotations: SUBMIT_ANNOTATIONS,
     });
   }
@@ -93,7 +96,7 @@ export function serveJobs(reports: Iterable<ReportEntry>, taken: (name: string) 
   }
   const isJobTool = (name: string): boolean =>
     submitTools.has(name) || (entries.length > 0 && (name === GET_JOB_TOOL || name === CANCEL_JOB_TOOL));
-  const answers = new Map(tools.map((tool) => [tool.name, jobAnswer]));
+  const answers = new Map(tools.map((tool) => [tool.name, submitTools.has(tool.name) ? submitAnswer : jobAnswer]));
   return { submitTools, entries, output, tools, answers, isJobTool };
 }
 
