@@ -68,7 +68,7 @@ export const queryOrderCount = defineTemplate({
   title: 'Count orders',
   description: [
     'Counts the orders placed in a range, of every status (cancelled and refunded included), with by_status unless status is given.',
-    'Use it for "how many orders last week?" or "how many were refunded in March?".',
+    'Use it for "how many orders were refunded last week?".',
   ].join(' '),
   input,
   examples: [

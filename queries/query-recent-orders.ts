@@ -99,7 +99,7 @@ export const queryRecentOrders = defineTemplate({
   name: 'query_recent_orders',
   title: 'Most recent orders',
   description: [
-    'The latest orders in a range, newest first, one row each.',
+    'The latest orders in a range, newest first.',
     'Use it to look at single orders: "the 10 latest orders from Europe".',
     'The customer ref links one customer across calls: ask for it only to count or follow customers.',
   ].join(' '),

@@ -169,8 +169,8 @@ export const querySales = defineTemplate({
   name: 'query_sales',
   title: 'Net sales by period, region or category',
   description: [
-    'Net revenue, orders and average order value per day, ISO week, month, customer region or product category, a row per group and currency (by category, orders holding an item of it).',
-    'Use it for "revenue by region this month" or "daily sales in Europe last week".',
+    'Net revenue, orders and average order value per day, ISO week, month, region or category, a row per group and currency (by category, orders holding an item of it).',
+    'Use it for "revenue by region this month".',
   ].join(' '),
   input,
   examples: [

@@ -298,7 +298,7 @@ export function metricsTemplate(
     name,
     title: `Metrics of ${model.subject}`,
     description: [
-      `Metrics of ${model.subject} in one call: totals, or grouped by up to two dimensions, filtered, ranked and compared; totals are exact over every matching row.`,
+      `Metrics of ${model.subject}: totals, or grouped by up to two dimensions, filtered, ranked and compared; totals are exact over every matching row.`,
       `Use it for ${
         (model.questions ?? [])
           .slice(0, 2)
