@@ -42,7 +42,7 @@ import { defineTemplate } from '../pack/kit.js';
 const input = z
   .strictObject({
     ...dateRangeFields,
-    status: orderStatus.optional().describe('Only this status; omit for all, with by_status'),
+    status: orderStatus.optional(),
     ...compareToField,
   })
   .superRefine(checkDateRange, DATE_RANGE_ALWAYS);
@@ -67,8 +67,8 @@ export const queryOrderCount = defineTemplate({
   name: 'query_order_count',
   title: 'Count orders',
   description: [
-    'Counts the orders placed in a range, of every status (cancelled and refunded included), with by_status when no status is given.',
-    'Use it for "how many orders last week?" or "how many were refunded in March?".',
+    'Counts the orders placed in a range, of every status (cancelled and refunded included), with by_status unless status is given.',
+    'Use it for "how many orders were refunded last week?".',
   ].join(' '),
   input,
   examples: [

@@ -55,21 +55,21 @@ const ORDER_COLUMNS = ['o.id as order_ref', 'o.ordered_at', 'o.status', 'o.curre
 const filters = z
   .strictObject(
     {
-      region: filterValues(label, 20, 'Customer regions'),
-      category: filterValues(label, 20, 'Orders holding an item of one of these categories'),
+      region: filterValues(label, 20),
+      category: filterValues(label, 20, 'Orders holding an item of one'),
       status: filterValues(orderStatus, ORDER_STATUSES.length),
     },
     { error: 'is not a known filter; the filters are region, category and status' },
   )
   .optional()
-  .describe('Orders matching every filter given, e.g. {"region": ["Europe"]}');
+  .describe('Orders matching every filter given');
 
 const CHECKED_RANGE = { start_date: '2025-03-01', end_date: '2025-03-31' };
 
 const input = z
   .strictObject({
     ...dateRangeFields,
-    status: orderStatus.optional().describe('Only orders in this status'),
+    status: orderStatus.optional(),
     filters,
     customer_fields: namedFields(FIELD_NAMES, 'customer'),
     limit: rowLimit(20),
@@ -99,9 +99,9 @@ export const queryRecentOrders = defineTemplate({
   name: 'query_recent_orders',
   title: 'Most recent orders',
   description: [
-    'The most recent orders in a range, newest first: order_ref (a stable reference, not the internal id), ordered_at (ISO 8601, UTC), status, currency, total_amount.',
-    'Use it to look at individual orders: "the 10 latest orders from Europe", "latest refunds this week".',
-    'Rows carry customer data only as customer_fields names it, masked; ref links one customer across calls, so ask for it only to count or follow customers.',
+    'The latest orders in a range, newest first.',
+    'Use it to look at single orders: "the 10 latest orders from Europe".',
+    'The customer ref links one customer across calls: ask for it only to count or follow customers.',
   ].join(' '),
   input,
   examples: [

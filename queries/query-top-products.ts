@@ -72,7 +72,7 @@ export const queryTopProducts = defineTemplate({
   title: 'Best-selling products',
   description: [
     'Ranks products by net revenue or units sold, best first, each currency on its own: limit counts per currency.',
-    'Use it for "top 10 products this month" or "which products sold the most units last quarter".',
+    'Use it for "top 10 products this month".',
   ].join(' '),
   input,
   examples: [

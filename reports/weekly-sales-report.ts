@@ -84,8 +84,8 @@ export const weeklySalesReport = defineReport({
   name: 'weekly_sales_report',
   title: 'Weekly sales report',
   description: [
-    'One ISO week against the week before and a year earlier: revenue, orders, average order value, cancellation and refund rates (changes in percentage points); revenue by day, region and category; the top 5 products per currency; days far from their weekday over the 8 weeks before.',
-    'Use it for "how did last week go?" or "the weekly report for week 48".',
+    'One ISO week against the week before and a year earlier: revenue, orders, average order value, cancellation and refund rates (changes in points); revenue by day, region and category; the top 5 products; unusual days.',
+    'Use it for "how did last week go?".',
   ].join(' '),
   input,
   examples: [{ week: 'last_week' }, { week: '2025-W24' }, { week: '2025-06-11' }],

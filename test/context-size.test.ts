@@ -14,15 +14,16 @@ import { SHARED_ANSWER_FIELDS } from '../src/registry/outputs.js';
 import { startHarness, type Harness } from './support/harness.js';
 import { SALES_TOOLS } from './support/tool-names.js';
 
-/** Issue 21's cap, held by the listing a client of the tasks extension gets (11,838 bytes, 7 tools). */
+/** Issue 21's cap, held by the listing a client of the tasks extension gets (10,719 bytes, 7 tools). */
 const TASKS_CLIENT_BYTES = 12_000;
 /**
- * The listing a client without tasks gets (15,329 bytes, 10 tools): the three job tools
- * (submit_trend_report, get_report_job, cancel_report_job) add about 3,500 bytes to the cap. 61,399
- * bytes before issue 21's diet; 28,659 with every output field typed field by field and the shared
- * fields on every tool.
+ * The listing a client without tasks gets (13,522 bytes, 10 tools): the three job tools
+ * (submit_trend_report, get_report_job, cancel_report_job) add 2,800 bytes. Issue 21 asks for 12,000;
+ * not reached yet. 61,399 bytes before issue 21's diet; 28,659 with every output field typed field by
+ * field and the shared fields on every tool; 15,329 before the descriptions were cut to what, when and
+ * one example, the job answer to what a poll reads, and the range days to format: "date".
  */
-const PLAIN_CLIENT_BYTES = 15_500;
+const PLAIN_CLIENT_BYTES = 13_600;
 const JOB_TOOLS = ['get_report_job', 'cancel_report_job'];
 
 const bytes = (value: unknown): number => Buffer.byteLength(JSON.stringify(value));

@@ -40,32 +40,43 @@ export const jobIdInput = z.strictObject({
 });
 
 const JOB_ERROR = z.object({ code: z.string(), message: z.string() });
+const JOB_STATE = z
+  .enum(['pending', 'running', 'completed', 'failed', 'cancelled'])
+  .describe('pending and running: poll again after poll_interval_ms');
 
 /**
  * The answer of every job tool: the job as it stands, with `result` shaped as the report's output.
  * The listed schema (LISTED_JOB_RESULT) leaves the result's shape to the report's own tool, which
- * lists it once; the server checks each answer against the report's output all the same.
+ * lists it once; the server checks each answer against the report's output all the same. It carries
+ * what a model polling the job reads, and no echo: not the report it runs (the caller submitted it)
+ * nor the row's timestamps (expires_at is the one that bounds a poll).
  */
 export function jobOutput(result: z.ZodType): z.ZodObject {
   return z.object({
     job_id: z.string(),
-    tool: z.string().describe('The report the job runs'),
-    state: z
-      .enum(['pending', 'running', 'completed', 'failed', 'cancelled'])
-      .describe('pending and running: poll again after poll_interval_ms'),
+    state: JOB_STATE,
     progress: z.object({ done: z.number().int(), total: z.number().int(), message: z.string() }).nullable(),
     result: result.nullable(),
     error: JOB_ERROR.nullable(),
     attempt: z.number().int(),
     cancel_requested: z.boolean(),
-    created_at: z.string(),
-    updated_at: z.string(),
     expires_at: z.string(),
     poll_interval_ms: z.number().int(),
   });
 }
 
-/** What the job tools list as `result`: when completed, the answer of the report `tool` names. */
+/**
+ * A submit tool's answer: the job just recorded, pending, and how to poll it. Its progress, result and
+ * error are not there yet, so it carries none of them; get_report_job answers the whole job.
+ */
+export const submittedOutput = z.object({
+  job_id: z.string(),
+  state: JOB_STATE,
+  expires_at: z.string(),
+  poll_interval_ms: z.number().int(),
+});
+
+/** What the job tools list as `result`: when completed, the answer of the report the job runs. */
 export const LISTED_JOB_RESULT = z.record(z.string(), z.unknown()).describe("the answer of the report's tool");
 
 /** A job row as the job tools answer it. */
@@ -73,7 +84,6 @@ export function jobView(job: JobRow, pollIntervalMs: number): Record<string, unk
   const structured = job.state === 'completed' ? job.result?.structuredContent : undefined;
   return {
     job_id: job.id,
-    tool: job.tool,
     state: job.state,
     progress:
       job.progress_total === null
@@ -83,8 +93,16 @@ export function jobView(job: JobRow, pollIntervalMs: number): Record<string, unk
     error: job.state === 'failed' ? job.error : null,
     attempt: job.attempts,
     cancel_requested: job.cancel_requested,
-    created_at: job.created_at.toISOString(),
-    updated_at: job.updated_at.toISOString(),
+    expires_at: job.expires_at.toISOString(),
+    poll_interval_ms: pollIntervalMs,
+  };
+}
+
+/** A job row just recorded, as its submit tool answers it. */
+export function submittedView(job: JobRow, pollIntervalMs: number): Record<string, unknown> {
+  return {
+    job_id: job.id,
+    state: job.state,
     expires_at: job.expires_at.toISOString(),
     poll_interval_ms: pollIntervalMs,
   };

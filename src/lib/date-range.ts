@@ -48,7 +48,11 @@ export function quote(value: unknown): string {
   return Array.isArray(value) ? 'an array' : `a value of type ${typeof value}`;
 }
 
-/** A day in YYYY-MM-DD form that the calendar has. What the range's days mean the server's instructions say once. */
+/**
+ * A day in YYYY-MM-DD form that the calendar has. What the range's days mean the server's instructions
+ * say once. Listed as JSON Schema's `format: "date"` (RFC 3339's full-date), which says both rules: a
+ * validator asserting formats refuses 2025-02-30 as this does, which the pattern alone accepts.
+ */
 const calendarDay = (): z.ZodString =>
   z
     .string()
@@ -56,7 +60,8 @@ const calendarDay = (): z.ZodString =>
     .refine((value) => parseDay(value) !== undefined, {
       error: (iss) => `${quote(iss.input)} is not a real calendar day`,
       abort: true,
-    });
+    })
+    .meta({ format: 'date' });
 
 /**
  * The date fields, spread into each tool's input object: two days, or a period the server resolves

@@ -118,14 +118,14 @@ export function metricsTemplate(
   );
   const input = z
     .strictObject({
-      metrics: z.array(z.enum(metricNames)).min(1).max(MAX_METRICS).describe('Their meanings: querygate://catalog'),
+      metrics: z.array(z.enum(metricNames)).min(1).max(MAX_METRICS),
       group_by: z.array(z.enum(dimensionNames)).max(2).optional().describe('Omit for totals only'),
       filters: z
         .strictObject(filterFields, {
           error: `is not a known filter; the filters are ${model.attributes.map((a) => a.name).join(', ')}`,
         })
         .optional()
-        .describe('Rows whose attribute is one of the values, e.g. {"region":["Europe"]}'),
+        .describe('Rows whose attribute is one of the values'),
       ...dateRangeFields,
       ...compareToField,
       order_by: z.enum(metricNames).optional().describe('A metric asked for: rows biggest first'),
@@ -298,15 +298,14 @@ export function metricsTemplate(
     name,
     title: `Metrics of ${model.subject}`,
     description: [
-      `Metrics of ${model.subject} in one call: totals, or grouped by up to two dimensions, filtered, ranked and compared.`,
+      `Metrics of ${model.subject}: totals, or grouped by up to two dimensions, filtered, ranked and compared; totals are exact over every matching row.`,
       `Use it for ${
         (model.questions ?? [])
           .slice(0, 2)
           .map((q) => JSON.stringify(q.question))
           .join(' or ') || 'totals and breakdowns'
       }.`,
-      'A row holds its dimensions and the metrics asked, per currency when one is money; totals are exact over every matching row.',
-      'Metrics, dimensions and examples: querygate://catalog.',
+      'Metrics and dimensions: querygate://catalog.',
     ].join(' '),
     input: input as unknown as z.ZodType<MetricsArgs>,
     examples,

@@ -5,7 +5,7 @@
  * (types.ts), the start-up checks (checks/), the call path (call/), result shaping (shaping/), and
  * the report and job adapters (reports.ts, jobs.ts).
  */
-import { GET_JOB_TOOL, jobView } from '../jobs/tools.js';
+import { GET_JOB_TOOL, submittedView } from '../jobs/tools.js';
 import { scopeOf } from '../lib/data-scope.js';
 import type { AnyReport } from '../reports.js';
 import { accessTo } from './access.js';
@@ -82,7 +82,7 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
             runFor,
           );
           if ('result' in outcome) return outcome.result;
-          return successResult(jobView(outcome.job, deps.jobs!.pollIntervalMs));
+          return successResult(submittedView(outcome.job, deps.jobs!.pollIntervalMs));
         }
         const reader = { caller: options.caller, mayRun: (tool: string) => mayRunAsJob(options.caller, tool) };
         return lookUpJob(name === GET_JOB_TOOL ? 'get' : 'cancel', name, args, jobs.output!, deps, options, reader);

@@ -17,6 +17,7 @@ import {
   jobOutput,
   jobView,
   LISTED_JOB_RESULT,
+  submittedOutput,
   SUBMIT_ANNOTATIONS,
 } from '../jobs/tools.js';
 import { admitted } from './call/admission.js';
@@ -47,6 +48,8 @@ export function serveJobs(reports: Iterable<ReportEntry>, taken: (name: string) 
   const tools: Tool[] = [];
   const jobAnswer = jsonSchema(jobOutput(LISTED_JOB_RESULT), 'output');
   const jobSchema = outline(jobAnswer) as Tool['outputSchema'];
+  const submitAnswer = jsonSchema(submittedOutput, 'output');
+  const submitSchema = outline(submitAnswer) as Tool['outputSchema'];
   for (const entry of reports) {
     const { report } = entry;
     if (!report.job) continue;
@@ -59,9 +62,9 @@ export function serveJobs(reports: Iterable<ReportEntry>, taken: (name: string) 
     tools.push({
       name,
       title: `${report.title} (as a job)`,
-      description: `${report.name} as a job: answers at once with a job_id; poll get_report_job until the state is final (its result is what ${report.name} answers). Example input: ${JSON.stringify(report.examples[0])}.`,
+      description: `${report.name} as a job: answers at once with a job_id for get_report_job, whose result is what ${report.name} answers. Example input: ${JSON.stringify(report.examples[0])}.`,
       inputSchema: jsonSchema(report.input, 'input') as Tool['inputSchema'],
-      outputSchema: jobSchema,
+      outputSchema: submitSchema,
       annotations: SUBMIT_ANNOTATIONS,
     });
   }
@@ -76,7 +79,7 @@ export function serveJobs(reports: Iterable<ReportEntry>, taken: (name: string) 
       {
         name: GET_JOB_TOOL,
         title: 'Report job',
-        description: `A report job (${polled}) as it stands, with its result once completed; poll it every poll_interval_ms until the state is final.`,
+        description: `A report job (${polled}) as it stands, with its result once completed; poll every poll_interval_ms until it ends.`,
         inputSchema: jsonSchema(jobIdInput, 'input') as Tool['inputSchema'],
         outputSchema: jobSchema,
         annotations: GET_ANNOTATIONS,
@@ -84,7 +87,7 @@ export function serveJobs(reports: Iterable<ReportEntry>, taken: (name: string) 
       {
         name: CANCEL_JOB_TOOL,
         title: 'Cancel a report job',
-        description: `Stops a pending or running report job (${polled}) and answers with it.`,
+        description: `Stops a pending or running report job (${polled}).`,
         inputSchema: jsonSchema(jobIdInput, 'input') as Tool['inputSchema'],
         outputSchema: jobSchema,
         annotations: CANCEL_ANNOTATIONS,
@@ -93,7 +96,7 @@ export function serveJobs(reports: Iterable<ReportEntry>, taken: (name: string) 
   }
   const isJobTool = (name: string): boolean =>
     submitTools.has(name) || (entries.length > 0 && (name === GET_JOB_TOOL || name === CANCEL_JOB_TOOL));
-  const answers = new Map(tools.map((tool) => [tool.name, jobAnswer]));
+  const answers = new Map(tools.map((tool) => [tool.name, submitTools.has(tool.name) ? submitAnswer : jobAnswer]));
   return { submitTools, entries, output, tools, answers, isJobTool };
 }
 

@@ -63,6 +63,9 @@ function enumsOf(schema: unknown, found = new Set<string>()): Set<string> {
 
 const enumKey = (values: readonly unknown[]): string => JSON.stringify(values.filter((v) => v !== null));
 
+/** The pattern zod lists for a YYYY-MM-DD day. */
+const ISO_DAY_PATTERN = '^\\d{4}-\\d{2}-\\d{2}$';
+
 /** Keywords under which a schema's values are themselves schemas, by name. */
 const SCHEMA_MAPS = new Set(['properties', '$defs', 'definitions', 'patternProperties']);
 /** Keywords whose values are data, not schemas: copied as they are. */
@@ -82,6 +85,8 @@ const VALUE_KEYWORDS = new Set(['enum', 'const', 'default', 'examples', 'require
  *   instructions (money and its currency) or the tool's description, not on every field of every tool;
  *   and a bound on an answer's value binds the server, whose own zod check enforces it before sending,
  *   not the client reading it. Every field keeps its type, and every object its required list;
+ * - beside `format: "date"`, the YYYY-MM-DD `pattern`: the format says it, and more (a day the
+ *   calendar has); the engine's range days declare it (src/lib/date-range.ts);
  * - in an output, an `enum` the tool's input lists already (`period`, `group_by`): the answer echoes
  *   what the caller gave, which the input's list bounded; the field keeps its type.
  */
@@ -96,6 +101,7 @@ function compact(schema: unknown, io: 'input' | 'output', echoed: ReadonlySet<st
     )
       continue;
     if (key === 'propertyNames' && isOnlyStringType(value)) continue;
+    if (key === 'pattern' && value === ISO_DAY_PATTERN && (schema as { format?: unknown }).format === 'date') continue;
     if (key === 'additionalProperties' && value === false && io === 'output') continue;
     if (io === 'output' && (key === 'description' || key === 'minimum')) continue;
     if (io === 'output' && key === 'enum' && 'type' in schema && echoed.has(enumKey(value as unknown[]))) continue;

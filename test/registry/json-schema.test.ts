@@ -6,8 +6,10 @@
  * (their answers are parsed by the server's zod schema before they are sent).
  */
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import formats from 'ajv-formats';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { dateRangeFields } from '../../src/lib/date-range.js';
 import { jsonSchema } from '../../src/registry/tools.js';
 
 const shape = {
@@ -69,5 +71,31 @@ describe('the listed JSON schema', () => {
     expect((echoed.properties as Record<string, unknown>).status).toEqual({ type: ['string', 'null'] });
     const other = jsonSchema(z.strictObject({ status: z.enum(['paid']).optional() }), 'input');
     expect(compile(jsonSchema(output, 'output', other))(pending)).toBe(false);
+  });
+
+  it("lists the engine's days as format date, which a validator asserting formats holds to the days zod takes", () => {
+    const schema = z.strictObject({ start_date: dateRangeFields.start_date });
+    const listed = jsonSchema(schema, 'input');
+    expect(listed.properties).toEqual({ start_date: { type: 'string', format: 'date' } });
+    const ajv = new Ajv2020({ strict: false });
+    formats.default(ajv);
+    const validate = ajv.compile(listed);
+    const days = ['2025-03-01', '2024-02-29', '0001-01-01', '9999-12-31'];
+    const notDays = [
+      '2025-02-29',
+      '2025-02-30',
+      '2025-13-01',
+      '2025-3-1',
+      '20250301',
+      '2025-03-01T00:00:00Z',
+      'March 1',
+    ];
+    for (const day of [...days, ...notDays]) {
+      expect(validate({ start_date: day }), day).toBe(days.includes(day));
+      expect(schema.safeParse({ start_date: day }).success, day).toBe(days.includes(day));
+    }
+    // The one difference: RFC 3339 has a year 0, PostgreSQL (so the server) has not.
+    expect(validate({ start_date: '0000-01-01' })).toBe(true);
+    expect(schema.safeParse({ start_date: '0000-01-01' }).success).toBe(false);
   });
 });

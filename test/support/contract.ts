@@ -49,6 +49,7 @@ interface Property {
   readonly type?: string;
   readonly enum?: readonly unknown[];
   readonly pattern?: string;
+  readonly format?: string;
   readonly minimum?: number;
   readonly maximum?: number;
   readonly anyOf?: readonly Property[];
@@ -78,7 +79,8 @@ export function argumentKinds(tool: Tool): ArgumentKinds {
   for (const [name, property] of Object.entries(properties)) {
     const values = property.enum ?? property.anyOf?.flatMap((p) => p.enum ?? []);
     if (values && values.length > 0) enums.push({ name, values: values.map(String) });
-    else if (property.type === 'string' && property.pattern === ISO_DAY_PATTERN) dates.push(name);
+    else if (property.type === 'string' && (property.format === 'date' || property.pattern === ISO_DAY_PATTERN))
+      dates.push(name);
     else if (property.type === 'integer' || property.type === 'number') {
       numbers.push({
         name,
