@@ -23,12 +23,12 @@ export const salesMetrics: MetricsModel = {
   subject: 'sales',
   questions: [
     {
-      question: 'How many orders last week, and how many were refunded?',
-      arguments: { metrics: ['orders', 'refunded_orders'], period: 'last_week' },
-    },
-    {
       question: 'When do we get the most orders?',
       arguments: { metrics: ['orders'], group_by: ['hour_of_day'], period: 'last_30_days' },
+    },
+    {
+      question: 'How many orders last week, and how many were refunded?',
+      arguments: { metrics: ['orders', 'refunded_orders'], period: 'last_week' },
     },
     {
       question: 'Which weekday sells most?',

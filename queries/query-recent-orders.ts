@@ -61,8 +61,7 @@ const filters = z
     },
     { error: 'is not a known filter; the filters are region, category and status' },
   )
-  .optional()
-  .describe('Orders matching every filter given');
+  .optional();
 
 const CHECKED_RANGE = { start_date: '2025-03-01', end_date: '2025-03-31' };
 
@@ -100,7 +99,7 @@ export const queryRecentOrders = defineTemplate({
   title: 'Most recent orders',
   description: [
     'The latest orders in a range, newest first.',
-    'Use it to look at single orders: "the 10 latest orders from Europe".',
+    'Use it for single orders: "the 10 latest orders from Europe".',
     'The customer ref links one customer across calls: ask for it only to count or follow customers.',
   ].join(' '),
   input,

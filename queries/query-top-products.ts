@@ -71,7 +71,7 @@ export const queryTopProducts = defineTemplate({
   name: 'query_top_products',
   title: 'Best-selling products',
   description: [
-    'Ranks products by net revenue or units sold, best first, each currency on its own: limit counts per currency.',
+    'Ranks products by net revenue or units sold, best first; limit counts per currency.',
     'Use it for "top 10 products this month".',
   ].join(' '),
   input,

@@ -38,9 +38,7 @@ const input = z.strictObject({
     .min(2, { error: 'must be at least 2' })
     .max(MAX_TREND_WEEKS, { error: `must be at most ${MAX_TREND_WEEKS}` })
     .default(12),
-  through_week: weekArgument
-    .optional()
-    .describe('The last week: 2026-W48, a day in it, last_week (default) or this_week'),
+  through_week: weekArgument.optional().describe('Last week: 2026-W48, a day in it, last_week (default) or this_week'),
 });
 
 /** The ranges, each of at most WEEKS_PER_QUERY whole weeks, that the trend is read in. */
@@ -77,7 +75,7 @@ export const salesTrendReport = defineReport({
   title: 'Weekly sales trend',
   description: [
     `Net revenue, orders and average order value per ISO week and currency, up to ${MAX_TREND_WEEKS} weeks, with each week's revenue change.`,
-    'Use it for "how have sales trended, week by week?"; submit_trend_report runs it as a job.',
+    'Use it for "how have sales trended, week by week?".',
   ].join(' '),
   input,
   examples: [{ weeks: 12 }, { weeks: 52, through_week: '2025-W26' }],

@@ -330,13 +330,19 @@ describe('contract: each rule fails on a template that breaks it', () => {
 
   it('output schema: a result that leaves out a declared field, one whose rows break the answer schema, and a failed call', () => {
     const tool = toolOf(ranged)!;
-    const required = (tool.outputSchema!.required ?? []) as string[];
-    expect(required.length).toBeGreaterThan(0);
-    const missing = outputViolations(ranged, tool, 'a call', {
-      content: [],
-      structuredContent: { [required[1] ?? 'x']: 'not all of it' },
-    });
-    expect(missing[0]?.message).toMatch(/breaks its outputSchema: .*must have required property/);
+    // The listing outlines the answer without a required list; the whole answer schema keeps it.
+    expect(tool.outputSchema!.required).toBeUndefined();
+    const whole = { type: 'object', required: ['rows', 'row_count'] };
+    const missing = outputViolations(
+      ranged,
+      tool,
+      'a call',
+      { content: [], structuredContent: { row_count: 1 } },
+      whole,
+    );
+    expect(missing.map((v) => v.message)).toEqual([
+      expect.stringMatching(/breaks its answer schema: .*must have required property 'rows'/),
+    ]);
     // What the outline lets through, the whole answer schema it outlines still refuses.
     const outlined = { ...tool, outputSchema: { type: 'object' as const } };
     const answer = { type: 'object', properties: { rows: { type: 'array', items: { required: ['currency'] } } } };

@@ -15,21 +15,16 @@ export const SUBMIT_ANNOTATIONS = {
   readOnlyHint: false,
   destructiveHint: false,
   idempotentHint: false,
-  openWorldHint: false,
 } as const;
-/** Polling reads the job's state; it changes nothing a caller can see. */
+/** Polling reads the job's state; it changes nothing a caller can see (MCP reads the other hints only of a tool that writes; openWorldHint is left out as on every tool, src/registry/types.ts). */
 export const GET_ANNOTATIONS = {
   readOnlyHint: true,
-  destructiveHint: false,
-  idempotentHint: true,
-  openWorldHint: false,
 } as const;
 /** Cancelling ends a job (no data changes; it can be submitted again), and a second cancel changes nothing more. */
 export const CANCEL_ANNOTATIONS = {
   readOnlyHint: false,
   destructiveHint: false,
   idempotentHint: true,
-  openWorldHint: false,
 } as const;
 
 export const jobIdInput = z.strictObject({

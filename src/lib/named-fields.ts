@@ -20,7 +20,7 @@ export function namedFields<const T extends readonly [string, ...string[]]>(
     .min(1, { error: 'name at least one field, or leave it out for none' })
     .max(names.length)
     .optional()
-    .describe(`Masked ${person} fields to add to each row (none by default)`);
+    .describe(`${person[0]!.toUpperCase()}${person.slice(1)} fields to add, masked (none by default)`);
 }
 
 /** A field not named, selected as NULL under its row key: no column is read for it. */

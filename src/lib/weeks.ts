@@ -51,7 +51,7 @@ export const weekArgument: z.ZodString = z
   .refine((value) => toWeek(value, undefined) !== undefined, {
     error: (iss) => `${quote(iss.input)} is not a week; give ${WEEK_FORMS}`,
   })
-  .describe('The ISO week: 2026-W48, a day in it (YYYY-MM-DD), last_week or this_week');
+  .describe('ISO week: 2026-W48, a day in it (YYYY-MM-DD), last_week or this_week');
 
 /**
  * The week a `week` argument names, as seen on `today` (YYYY-MM-DD in the reporting time zone). A

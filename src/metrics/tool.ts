@@ -119,16 +119,15 @@ export function metricsTemplate(
   const input = z
     .strictObject({
       metrics: z.array(z.enum(metricNames)).min(1).max(MAX_METRICS),
-      group_by: z.array(z.enum(dimensionNames)).max(2).optional().describe('Omit for totals only'),
+      group_by: z.array(z.enum(dimensionNames)).max(2).optional(),
       filters: z
         .strictObject(filterFields, {
           error: `is not a known filter; the filters are ${model.attributes.map((a) => a.name).join(', ')}`,
         })
-        .optional()
-        .describe('Rows whose attribute is one of the values'),
+        .optional(),
       ...dateRangeFields,
       ...compareToField,
-      order_by: z.enum(metricNames).optional().describe('A metric asked for: rows biggest first'),
+      order_by: z.enum(metricNames).optional().describe('A metric asked for, biggest first'),
       limit: rowLimit(MAX_ROWS).describe('Rows per currency'),
     })
     .superRefine((value, ctx) => {
@@ -298,10 +297,10 @@ export function metricsTemplate(
     name,
     title: `Metrics of ${model.subject}`,
     description: [
-      `Metrics of ${model.subject}: totals, or grouped by up to two dimensions, filtered, ranked and compared; totals are exact over every matching row.`,
+      `Metrics of ${model.subject}: totals, or by up to two dimensions, filtered, ranked and compared.`,
       `Use it for ${
         (model.questions ?? [])
-          .slice(0, 2)
+          .slice(0, 1)
           .map((q) => JSON.stringify(q.question))
           .join(' or ') || 'totals and breakdowns'
       }.`,

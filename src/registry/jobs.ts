@@ -62,7 +62,7 @@ export function serveJobs(reports: Iterable<ReportEntry>, taken: (name: string) 
     tools.push({
       name,
       title: `${report.title} (as a job)`,
-      description: `${report.name} as a job: answers at once with a job_id for get_report_job, whose result is what ${report.name} answers. Example input: ${JSON.stringify(report.examples[0])}.`,
+      description: `${report.name} as a job: answers a job_id at once, and get_report_job its result. Example input: ${JSON.stringify(report.examples[0])}.`,
       inputSchema: jsonSchema(report.input, 'input') as Tool['inputSchema'],
       outputSchema: submitSchema,
       annotations: SUBMIT_ANNOTATIONS,
@@ -79,7 +79,7 @@ export function serveJobs(reports: Iterable<ReportEntry>, taken: (name: string) 
       {
         name: GET_JOB_TOOL,
         title: 'Report job',
-        description: `A report job (${polled}) as it stands, with its result once completed; poll every poll_interval_ms until it ends.`,
+        description: `A report job (${polled}), with its result once completed; poll until it ends.`,
         inputSchema: jsonSchema(jobIdInput, 'input') as Tool['inputSchema'],
         outputSchema: jobSchema,
         annotations: GET_ANNOTATIONS,
@@ -87,7 +87,7 @@ export function serveJobs(reports: Iterable<ReportEntry>, taken: (name: string) 
       {
         name: CANCEL_JOB_TOOL,
         title: 'Cancel a report job',
-        description: `Stops a pending or running report job (${polled}).`,
+        description: `Stops a report job (${polled}).`,
         inputSchema: jsonSchema(jobIdInput, 'input') as Tool['inputSchema'],
         outputSchema: jobSchema,
         annotations: CANCEL_ANNOTATIONS,

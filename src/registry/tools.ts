@@ -22,9 +22,10 @@ export function jsonSchema(
 }
 
 /**
- * An answer's listed schema: its own top-level fields, each typed, and its required list; an object
- * or a list of objects below them typed by its kind (`object`, or `array` of `object` with its
- * `maxItems`), not field by field. The fields every answer shares (its range, data_as_of and the
+ * An answer's listed schema: its own top-level fields, each typed; an object or a list of objects
+ * below them typed by its kind (`object`, or `array` of `object` with its `maxItems`), not field by
+ * field. No `required` list: it named every field a second time (787 bytes of the sales pack's
+ * listing), which a model does not need to read an answer, and the whole schema keeps it. The fields every answer shares (its range, data_as_of and the
  * rest) the instructions name once and no tool repeats. A client validating an answer against it
  * accepts every answer the server sends, since the server parses each answer with its whole zod
  * schema before sending it. That whole schema, as `jsonSchema` gives it, is the tool's answer schema,
@@ -33,12 +34,8 @@ export function jsonSchema(
 export function outline(schema: Record<string, unknown>): Record<string, unknown> {
   const properties = (schema.properties ?? {}) as Record<string, Record<string, unknown>>;
   const listed = Object.entries(properties).filter(([name]) => !SHARED_ANSWER_FIELDS.has(name));
-  const required = Array.isArray(schema.required) ? (schema.required as string[]) : undefined;
-  return {
-    ...schema,
-    properties: Object.fromEntries(listed.map(([name, field]) => [name, byKind(field)])),
-    ...(required ? { required: required.filter((name) => !SHARED_ANSWER_FIELDS.has(name)) } : {}),
-  };
+  const { required: _required, ...rest } = schema;
+  return { ...rest, properties: Object.fromEntries(listed.map(([name, field]) => [name, byKind(field)])) };
 }
 
 /** A field's schema with what lies below it left out: an object's fields, a list's objects' fields. */

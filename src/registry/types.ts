@@ -209,12 +209,13 @@ export interface ComparisonEcho {
 export type AnyTemplate = QueryTemplate<any, Record<string, unknown>>;
 
 /**
- * Every tool only reads and talks to nothing else. destructiveHint and idempotentHint are left out:
- * MCP gives them meaning only when readOnlyHint is false.
+ * Every tool only reads. destructiveHint and idempotentHint are left out: MCP gives them meaning only
+ * when readOnlyHint is false. So is openWorldHint: it tells a host whether a tool reaches beyond its
+ * own domain (the web, say), which a read of the pack's own views never does, and no host acts on it
+ * for a read-only tool; 22 bytes on every tool of every listing.
  */
 export const TOOL_ANNOTATIONS = {
   readOnlyHint: true,
-  openWorldHint: false,
 } as const;
 
 /** Tool names: snake_case, a verb and at least one noun (`query_order_count`). */

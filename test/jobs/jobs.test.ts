@@ -75,9 +75,9 @@ describe('submit_trend_report and get_report_job', () => {
       readOnlyHint: false,
       destructiveHint: false,
       idempotentHint: false,
-      openWorldHint: false,
     });
-    expect(byName.get('get_report_job')!.annotations).toMatchObject({ readOnlyHint: true, idempotentHint: true });
+    // Read-only: MCP gives destructiveHint and idempotentHint meaning only for a tool that writes.
+    expect(byName.get('get_report_job')!.annotations).toEqual({ readOnlyHint: true });
     expect(byName.get('cancel_report_job')!.annotations).toMatchObject({
       readOnlyHint: false,
       destructiveHint: false,
