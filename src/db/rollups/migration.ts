@@ -7,7 +7,7 @@
 import { CompiledQuery, type Kysely, type Migration } from 'kysely';
 import { ConfigError } from '../../errors.js';
 import { checkRollupDeclaration, type RollupDeclaration } from './declaration.js';
-import { createStatements, dropStatements, type RollupCatalog } from './statements.js';
+import { chainOf, createStatements, dropStatements, type RollupCatalog } from './statements.js';
 
 async function run(db: Kysely<unknown>, statement: string): Promise<void> {
   await db.executeQuery(CompiledQuery.raw(statement));
@@ -65,7 +65,7 @@ export async function readRollupCatalog(db: Kysely<unknown>, d: RollupDeclaratio
     }
     return type;
   };
-  const chain = [d.facts, ...d.parents.map((p) => p.table)];
+  const chain = chainOf(d);
   for (const [i, parent] of d.parents.entries()) {
     await needs(`parents[${i}].key`, parent.table, parent.key);
     await needs(`parents[${i}].link`, chain[i] === d.facts ? 'facts' : chain[i]!, parent.link);

@@ -39,12 +39,6 @@ export interface RollupCatalog {
   readonly cascadesFromFirstParent: boolean;
 }
 
-/** One trigger the engine makes, for the seed to switch off while it loads (it rebuilds after). */
-export interface RollupTrigger {
-  readonly table: string;
-  readonly name: string;
-}
-
 const q = (name: string): string => `"${name}"`;
 
 /** Which row (a record, a trigger's old or new, or a join alias) stands for each table of the chain. */
@@ -70,9 +64,17 @@ function measureType(measure: RollupMeasure): string {
   return 'sum' in measure && measure.scale !== undefined ? `numeric(18, ${measure.scale})` : 'bigint';
 }
 
-export function keyType(key: RollupKey, catalog: RollupCatalog): string {
+function keyType(key: RollupKey, catalog: RollupCatalog): string {
   return key.truncate === undefined ? catalog.keyTypes.get(key.name)! : 'timestamptz';
 }
+
+/** The column types of the rollup, keys then measures: its table's, and its add function's arguments. */
+function columnTypes(d: RollupDeclaration, catalog: RollupCatalog): string[] {
+  return [...d.keys.map((k) => keyType(k, catalog)), ...d.measures.map(measureType)];
+}
+
+/** The facts' table, then each parent's, nearest first. */
+export const chainOf = (d: RollupDeclaration): string[] => [d.facts, ...d.parents.map((p) => p.table)];
 
 export function rollupNames(d: RollupDeclaration) {
   const fn = (suffix: string): string => `${q(d.schema)}.${q(`${d.name}_${suffix}`)}`;
@@ -217,15 +219,14 @@ export function createStatements(d: RollupDeclaration, catalog: RollupCatalog, r
   const names = rollupNames(d);
   const columns = rollupColumns(d);
   const keyColumns = d.keys.map((k) => q(k.name)).join(', ');
-  const types = [...d.keys.map((k) => keyType(k, catalog)), ...d.measures.map(measureType)];
+  const types = columnTypes(d, catalog);
   const statements: string[] = [];
   const plpgsql = (fn: string, returns: string, declare: string, body: string): string =>
     `create function ${fn}() returns ${returns} language plpgsql as $$\n${declare}\nbegin\n${body}\nend $$`;
 
   statements.push(
     `create table ${names.table} (${[
-      ...d.keys.map((k) => `${q(k.name)} ${keyType(k, catalog)} not null`),
-      ...d.measures.map((m) => `${q(m.name)} ${measureType(m)} not null`),
+      ...columns.map((column, i) => `${q(column)} ${types[i]!} not null`),
       `primary key (${keyColumns})`,
     ].join(', ')})`,
   );
@@ -254,7 +255,7 @@ export function createStatements(d: RollupDeclaration, catalog: RollupCatalog, r
     ),
   );
   // The touches: the facts touch their first parent, each parent the one above it.
-  const chain = [d.facts, ...d.parents.map((p) => p.table)];
+  const chain = chainOf(d);
   for (const [i, parent] of d.parents.entries()) {
     statements.push(
       plpgsql(
@@ -312,7 +313,7 @@ export function createStatements(d: RollupDeclaration, catalog: RollupCatalog, r
     statements.push(`revoke execute on function ${fn}() from public`);
   }
   statements.push(`revoke execute on function ${names.add}(${types.join(', ')}) from public`);
-  for (const t of triggerStatements(d, catalog)) statements.push(t);
+  for (const t of triggers(d, catalog)) statements.push(t.statement);
   statements.push(`select ${names.rebuild}()`);
   const list = columns.map(q).join(', ');
   statements.push(`create view ${names.view} as select ${list} from ${names.table} where ${q(sizeColumn(d))} > 0`);
@@ -324,7 +325,7 @@ export function createStatements(d: RollupDeclaration, catalog: RollupCatalog, r
 /** Trigger functions and the rebuild: they run as the owner, and nobody else may call them. */
 function ownerFunctions(d: RollupDeclaration, catalog: RollupCatalog): string[] {
   const names = rollupNames(d);
-  const chain = [d.facts, ...d.parents.map((p) => p.table)];
+  const chain = chainOf(d);
   return [
     names.facts,
     ...d.parents.map((_, i) => names.touch(chain[i]!)),
@@ -335,13 +336,15 @@ function ownerFunctions(d: RollupDeclaration, catalog: RollupCatalog): string[] 
   ];
 }
 
-interface TriggerSpec extends RollupTrigger {
+interface TriggerSpec {
+  readonly table: string;
+  readonly name: string;
   readonly statement: string;
 }
 
 function triggers(d: RollupDeclaration, catalog: RollupCatalog): TriggerSpec[] {
   const names = rollupNames(d);
-  const chain = [d.facts, ...d.parents.map((p) => p.table)];
+  const chain = chainOf(d);
   const made: TriggerSpec[] = [];
   const on = (table: string, name: string, timing: string, fn: string, when = ''): void => {
     made.push({
@@ -381,26 +384,14 @@ function triggers(d: RollupDeclaration, catalog: RollupCatalog): TriggerSpec[] {
   return made;
 }
 
-function triggerStatements(d: RollupDeclaration, catalog: RollupCatalog): string[] {
-  return triggers(d, catalog).map((t) => t.statement);
-}
-
-/** The row triggers the engine makes for the rollup (the truncate triggers left out): what a bulk load switches off. */
-export function rowTriggers(d: RollupDeclaration, catalog: RollupCatalog): RollupTrigger[] {
-  return triggers(d, catalog)
-    .filter((t) => !t.name.endsWith('_truncate'))
-    .map(({ table, name }) => ({ table, name }));
-}
-
 /** Every statement that unmakes the rollup. */
 export function dropStatements(d: RollupDeclaration, catalog: RollupCatalog): string[] {
   const names = rollupNames(d);
-  const types = [...d.keys.map((k) => keyType(k, catalog)), ...d.measures.map(measureType)];
   return [
     `drop view ${names.view}`,
     ...triggers(d, catalog).map((t) => `drop trigger ${q(t.name)} on ${names.base(t.table)}`),
     ...ownerFunctions(d, catalog).map((fn) => `drop function ${fn}()`),
-    `drop function ${names.add}(${types.join(', ')})`,
+    `drop function ${names.add}(${columnTypes(d, catalog).join(', ')})`,
     `drop table ${names.table}`,
   ];
 }
