@@ -187,6 +187,17 @@ export interface QueryTemplate<Args, Output extends Record<string, unknown>, DB 
    */
   compare?(current: Output, prior: Output, comparison: ComparisonEcho): Output;
   /**
+   * The arguments of the comparison range's statement, from the call's (with the other range): a
+   * template that pairs rows can ask for more of them there (every group, not the top few), so that a
+   * group listed now finds its prior figure. Unset, the same arguments.
+   */
+  readonly priorArguments?: (args: Args) => Args;
+  /**
+   * Rows a statement returns first beside the capped ones, never counted in the cap: the totals of a
+   * tool whose `limit: 100` gives 100 rows and its totals. At most this many.
+   */
+  readonly totalRows?: number;
+  /**
    * For a tool that routes calls to rollups (query_metrics): the same tool reading only its base rows.
    * The contract suite holds every routed answer to the baseline's, so a rollup that disagrees with
    * the rows it sums fails.

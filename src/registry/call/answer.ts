@@ -43,7 +43,8 @@ export async function answer(
     values: Record<string, unknown>,
   ): Promise<{ output: Record<string, unknown>; suppressed: number; rows: number }> => {
     // Built outside the try: a template that breaks its contract is a programmer error, not the database's.
-    const statement = statementFor(entry, values, cap, deps.db, ctx);
+    const head = template.totalRows ?? 0;
+    const statement = statementFor(entry, values, cap + head, deps.db, ctx);
     let result: RawResult;
     try {
       result = await deps.db.execute(statement, signal);
@@ -54,8 +55,8 @@ export async function answer(
       if (result.freshness.asOf !== undefined && result.freshness.asOf < dataAsOf) dataAsOf = result.freshness.asOf;
       stale ||= result.freshness.stale;
     }
-    const { rows, suppressed } = shapeRows(entry, result, Math.min(result.rows.length, cap), deps.tokenize);
-    const output = template.present(rows, { truncated: result.rows.length > cap }, values, ctx);
+    const { rows, suppressed } = shapeRows(entry, result, Math.min(result.rows.length, cap + head), deps.tokenize);
+    const output = template.present(rows, { truncated: result.rows.length > cap + head }, values, ctx);
     return { output, suppressed, rows: rows.length };
   };
   const current = await run(args);
@@ -70,7 +71,8 @@ export async function answer(
         ? isoUtc(comparisonCut(start, end, compareTo, Date.parse(args.until), deps.ctx.timeZone))
         : undefined;
     const { compare_to: _compare, period: _period, until: _until, ...rest } = args;
-    const prior = await run({ ...rest, ...range, ...(until ? { until } : {}) });
+    const priorArgs = { ...rest, ...range, ...(until ? { until } : {}) };
+    const prior = await run(template.priorArguments ? template.priorArguments(priorArgs) : priorArgs);
     output = template.compare(output, prior.output, {
       compare_to: compareTo,
       ...range,
