@@ -21,7 +21,7 @@ import type {
 } from '../registry/types.js';
 import { CYCLIC_TIMES, MAX_METRICS, TIME_GRAINS, type MetricsModel } from './declarations.js';
 import { checkedArguments } from './checked-arguments.js';
-import { guideOf } from './guide.js';
+import { guideOf, pagesOf } from './guide.js';
 import { baseMetrics, countsPeople, metricsStatement, selectedColumns, type MetricsArgs } from './statement.js';
 
 export const METRICS_TOOL = 'query_metrics';
@@ -294,6 +294,7 @@ export function metricsTemplate(
 
   return {
     guide: guideOf(model),
+    guidePages: { variable: 'metric', pages: pagesOf(model) },
     name,
     title: `Metrics of ${model.subject}`,
     description: [
@@ -304,7 +305,7 @@ export function metricsTemplate(
           .map((q) => JSON.stringify(q.question))
           .join(' or ') || 'totals and breakdowns'
       }.`,
-      'Metrics and dimensions: querygate://catalog.',
+      `A metric's meaning and example calls: querygate://catalog/${name}/{metric}.`,
     ].join(' '),
     input: input as unknown as z.ZodType<MetricsArgs>,
     examples,

@@ -55,6 +55,11 @@ export interface Registry {
   /** Every tool exactly as `tools/list` returns it, computed once. */
   readonly tools: readonly Tool[];
   /**
+   * Each tool's whole input schema, every bound the server checks, by tool name: its listed input
+   * schema leaves out what only a malformed call meets (src/registry/tools.ts, listedInput).
+   */
+  readonly argumentSchemas: ReadonlyMap<string, Record<string, unknown>>;
+  /**
    * Each tool's whole answer schema, every field typed down to the rows' columns, by tool name: its
    * listed output schema outlines it (src/registry/tools.ts).
    */
