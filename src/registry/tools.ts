@@ -5,10 +5,10 @@ import { PERIODS } from '../lib/periods.js';
 import type { AnyTemplate } from './types.js';
 
 /**
- * A zod schema as a JSON schema; an input or output must be an object. An input is listed as it is
- * given here; an output given here is the tool's whole answer schema, which `tools/list` outlines
- * (`outline`). Every client reads these lists into a model's context on every session, so the
- * generator's noise is left out (see `compact`).
+ * A zod schema as a JSON schema; an input or output must be an object. An input given here is the
+ * tool's whole input schema, which `tools/list` gives as `listedInput` leaves it; an output, its whole
+ * answer schema, which `tools/list` gives as an object (`outline`). Both are the public contract, so
+ * only the generator's noise is left out here (see `compact`).
  */
 export function jsonSchema(
   schema: z.ZodType,
