@@ -16,9 +16,7 @@ const net =
     eb(eb.ref(status), 'not in', NON_REVENUE_STATUSES);
 /** The percentiles of an order's amount the pack measures: name, fraction, and what it is. */
 const PERCENTILES = [
-  ['p25_order_value', 0.25, '25th-percentile'],
   ['median_order_value', 0.5, 'median'],
-  ['p75_order_value', 0.75, '75th-percentile'],
   ['p90_order_value', 0.9, '90th-percentile'],
 ] as const;
 const refunded =

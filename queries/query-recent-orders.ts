@@ -58,7 +58,7 @@ const filters = z
   .strictObject(
     {
       region: filterValues(label, 20),
-      category: filterValues(label, 20, 'Orders holding an item of one'),
+      category: filterValues(label, 20),
       status: filterValues(orderStatus, ORDER_STATUSES.length),
     },
     { error: 'is not a known filter; the filters are region, category and status' },
@@ -74,13 +74,13 @@ const input = z
     status: orderStatus.optional(),
     filters,
     customer_fields: namedFields(FIELD_NAMES, 'customer'),
-    order_by: z.enum(['newest', 'largest']).default('newest').describe('largest: by amount, a currency at a time'),
+    order_by: z.enum(['newest', 'largest']).optional().describe('largest: a currency at a time'),
     currency: z
       .string()
-      .regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as EUR')
+      .refine((c) => /^[A-Z]{3}$/.test(c), 'must be an ISO 4217 code such as EUR')
       .optional(),
-    min_order_value: orderValue.describe('At least, in its currency'),
-    max_order_value: orderValue.describe('Below'),
+    min_order_value: orderValue,
+    max_order_value: orderValue,
     limit: rowLimit(20),
   })
   .superRefine((value, ctx) => {
@@ -115,9 +115,8 @@ export const queryRecentOrders = defineTemplate({
   name: 'query_recent_orders',
   title: 'Most recent orders',
   description: [
-    'Single orders in a range, newest first or largest first, optionally above or below an amount.',
-    'Use it for "the 10 latest orders from Europe" or "the 5 largest orders last week".',
-    'The customer ref links one customer across calls: ask for it only to count or follow customers.',
+    'Single orders in a range, newest or largest first.',
+    'Use it for "the 5 largest orders last week".',
   ].join(' '),
   input,
   examples: [

@@ -169,7 +169,7 @@ export const querySales = defineTemplate({
   name: 'query_sales',
   title: 'Net sales by period, region or category',
   description: [
-    'Net revenue, orders and average order value by day, ISO week, month, region or category (orders holding an item of it), a row per group and currency.',
+    'Net revenue, orders and average order value by day, ISO week, month, region or category, a row per group and currency.',
     'Use it for "revenue by region this month".',
   ].join(' '),
   input,

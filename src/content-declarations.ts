@@ -13,7 +13,7 @@ export interface ContentContext {
   /** The day it is in the reporting time zone, YYYY-MM-DD. */
   readonly today: string;
   readonly timeZone: string;
-  /** The tools this caller may see, as tools/list gives them. */
+  /** The tools this caller may see, as tools/list gives them but with their whole input schemas (the registry's argumentSchemas). */
   readonly tools: readonly Tool[];
   /** Runs one of the caller's tools through the registry, as the caller: the only way to the data. */
   callTool(name: string, args: Readonly<Record<string, unknown>>): Promise<CallToolResult>;

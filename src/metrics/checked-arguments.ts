@@ -29,8 +29,7 @@ export function checkedArguments(model: MetricsModel): Record<string, unknown>[]
   const sample = (name: string): string[] => [
     [...model.attributes, ...derived].find((a) => a.name === name)!.values?.[0] ?? 'check-value',
   ];
-  const filterable = (name: string): boolean =>
-    !derived.some((d) => d.name === name && d.kind !== 'entity_type' && d.kind !== 'entity_since');
+  const filterable = (name: string): boolean => !derived.some((d) => d.name === name);
   const call = (m: readonly string[], extra: Record<string, unknown> = {}): Record<string, unknown> => ({
     metrics: m,
     ...extra,

@@ -62,7 +62,7 @@ export function metricsPrompt(model: MetricsModel): AnyPrompt {
         user(
           [
             `Call ${tool} with ${JSON.stringify(call)}.`,
-            `Answer with the figures as it gives them: its totals are exact for every matching row, money is per currency (never add two), and a row or range marked partial covers only part of its period (say so, and never add it to another answer's row for the same period). Say how fresh the figures are from data_as_of, and if suppressed_groups is above 0, that groups of too few people were left out. What each metric means is in querygate://catalog.`,
+            `Answer with the figures as it gives them: its totals are exact for every matching row, money is per currency (never add two), and a row or range marked partial covers only part of its period (say so, and never add it to another answer's row for the same period). Say how fresh the figures are from data_as_of, and if suppressed_groups is above 0, that groups of too few people were left out. What ${args.metric!} means: querygate://catalog/${tool}/${args.metric!}.`,
           ].join('\n'),
         ),
       ];

@@ -21,7 +21,7 @@ import type {
 } from '../registry/types.js';
 import { CYCLIC_TIMES, MAX_METRICS, TIME_GRAINS, type MetricsModel } from './declarations.js';
 import { checkedArguments } from './checked-arguments.js';
-import { guideOf } from './guide.js';
+import { guideOf, pagesOf } from './guide.js';
 import {
   countsPeople,
   derivedDimensions,
@@ -196,12 +196,9 @@ export function metricsTemplate(
   ] as [string, ...string[]];
   const unitOf = (name: string): string => model.metrics.find((m) => m.name === name)!.unit;
 
-  const filterable = [
-    ...model.attributes.map((a) => ({ name: a.name, values: a.values })),
-    // An entity's type and since are filters ("repeat customers"); its order counts and an amount's
-    // bands are for grouping (min_ and max_ bound an amount).
-    ...derived.filter((d) => d.kind === 'entity_type' || d.kind === 'entity_since'),
-  ];
+  // The derived dimensions are for grouping ("repeat customers": group by customer_type); min_ and
+  // max_ bound an amount. Their filters would cost every model the listing's bytes for one row less.
+  const filterable = model.attributes.map((a) => ({ name: a.name, values: a.values }));
   const filterFields = Object.fromEntries(
     filterable.map((a) => [
       a.name,
@@ -214,8 +211,8 @@ export function metricsTemplate(
   );
   const amountFields = Object.fromEntries(
     (model.amounts ?? []).flatMap((a) => [
-      [`min_${a.name}`, z.number().min(0).optional().describe('At least, in its currency')],
-      [`max_${a.name}`, z.number().min(0).optional().describe('Below')],
+      [`min_${a.name}`, z.number().min(0).optional()],
+      [`max_${a.name}`, z.number().min(0).optional()],
     ]),
   );
   const input = z
@@ -238,7 +235,9 @@ export function metricsTemplate(
       ...amountFields,
       ...dateRangeFields,
       ...compareToField,
-      order_by: z.enum(metricNames).optional().describe('A metric asked for, biggest first'),
+      // Any text in the listing: it must be a metric asked for, which the refinement below says (the
+      // listing need not name every metric twice).
+      order_by: z.string().optional().describe('A metric asked for, biggest first'),
       limit: rowLimit(MAX_ROWS).describe('Rows per currency'),
     })
     .superRefine((value, ctx) => {
@@ -478,6 +477,7 @@ export function metricsTemplate(
 
   return {
     guide: guideOf(model),
+    guidePages: { variable: 'metric', pages: pagesOf(model) },
     name,
     title: `Metrics of ${model.subject}`,
     description: [
@@ -488,7 +488,7 @@ export function metricsTemplate(
           .map((q) => JSON.stringify(q.question))
           .join(' or ') || 'totals and breakdowns'
       }.`,
-      'Metrics and dimensions: querygate://catalog.',
+      `A metric's meaning and example calls: querygate://catalog/${name}/{metric}.`,
     ].join(' '),
     input: input as unknown as z.ZodType<MetricsArgs>,
     examples,

@@ -1,7 +1,7 @@
 /**
  * The fields the registry adds to every answer, so that no template or report can leave them out.
  * Their meaning is the same in every tool, so the server's instructions say it once
- * (src/protocol/identity.ts) and the listed schemas carry only their types.
+ * (src/protocol/identity.ts); the whole answer schemas type them.
  */
 import { z } from 'zod';
 import { rangeEcho } from '../lib/result-shape.js';
@@ -9,7 +9,7 @@ import type { AnyTemplate } from './types.js';
 
 /**
  * The answer fields every tool shares: the range it echoes and what the registry adds. The server's
- * instructions say what they mean once, and no tool's listed output schema repeats them.
+ * instructions say what they mean once, for every tool.
  */
 export const SHARED_ANSWER_FIELDS: ReadonlySet<string> = new Set([
   ...Object.keys(rangeEcho),

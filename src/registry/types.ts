@@ -143,6 +143,12 @@ export interface ToolContract<Args, Output extends Record<string, unknown>> {
    * example call per common question.
    */
   readonly guide?: string;
+  /**
+   * The guide one page at a time: a Markdown page per value of one thing the arguments name
+   * (query_metrics: per metric), served as querygate://catalog/{tool}/{<variable>} (src/docs.ts), so
+   * that a model reads the part it needs rather than the whole catalog.
+   */
+  readonly guidePages?: { readonly variable: string; readonly pages: Readonly<Record<string, string>> };
 }
 
 /**
@@ -220,13 +226,13 @@ export interface ComparisonEcho {
 export type AnyTemplate = QueryTemplate<any, Record<string, unknown>>;
 
 /**
- * Every tool only reads. destructiveHint and idempotentHint are left out: MCP gives them meaning only
- * when readOnlyHint is false. So is openWorldHint: it tells a host whether a tool reaches beyond its
- * own domain (the web, say), which a read of the pack's own views never does, and no host acts on it
- * for a read-only tool; 22 bytes on every tool of every listing.
+ * Every tool only reads, and only the pack's own views: closed-world. MCP's defaults are the other way
+ * (readOnlyHint false, openWorldHint true), so both are said; destructiveHint and idempotentHint are
+ * left out, since MCP gives them meaning only when readOnlyHint is false.
  */
 export const TOOL_ANNOTATIONS = {
   readOnlyHint: true,
+  openWorldHint: false,
 } as const;
 
 /** Tool names: snake_case, a verb and at least one noun (`query_order_count`). */
