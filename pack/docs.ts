@@ -57,6 +57,7 @@ export const METRICS: readonly (MetricDefinition & { name: MetricName | 'data_as
     unit: 'an instant, ISO 8601 in UTC',
     definition: [
       'Every result says how fresh it is in `data_as_of`: every order committed before that instant is in its figures.',
+      'Each also says `data_through`, the time of the newest order: a range still running is cut there when the orders stop before now, on both sides of a comparison.',
       'The rollups behind counts, sales by period, region and category, and top products are kept by triggers in the same transaction as each change to the orders, so they are never older than `data_as_of`: there is no refresh to wait for.',
       'On a read replica, subtract the replica’s replication lag.',
     ].join(' '),

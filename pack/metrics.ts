@@ -8,6 +8,7 @@
  * whichever source serves it.
  */
 import type { MetricsModel, RowCondition } from '../src/metrics/declarations.js';
+import { DATA_THROUGH } from './schema.js';
 import { ORDER_STATUSES, NON_REVENUE_STATUSES } from './statuses.js';
 
 const net =
@@ -21,6 +22,7 @@ const refunded =
 
 export const salesMetrics: MetricsModel = {
   subject: 'sales',
+  dataThrough: DATA_THROUGH,
   questions: [
     {
       question: 'When do we get the most orders?',

@@ -8,7 +8,7 @@
  * Raw personal data stays in `sales.customers`; `reporting.customers` already masks it at the source,
  * and the server masks every personal column again on the way out (see PERSONAL_COLUMNS).
  */
-import type { DataScopeDimension, NotPersonalColumns, PersonalColumns } from '../src/pack.js';
+import type { DataScopeDimension, HighWaterMark, NotPersonalColumns, PersonalColumns } from '../src/pack.js';
 import type { DB } from './schema.generated.js';
 
 export type ReportingDatabase = DB;
@@ -104,3 +104,11 @@ export const DATA_SCOPE = [
       "The customer's sales region (reporting.customers.region, e.g. Europe): a caller scoped to regions sees only the orders of customers in them, in every figure.",
   },
 ] as const satisfies readonly DataScopeDimension[];
+
+/**
+ * How far the data reach: the newest order's time, read from the end of the (ordered_at, id) index.
+ * Every answer says it (data_through), and a range still running is cut there when the orders stop
+ * before now. A shop whose orders arrive by a nightly load would read its load log here instead.
+ */
+export const DATA_THROUGH: HighWaterMark<ReportingDatabase> = (db) =>
+  db.selectFrom('reporting.orders').select((eb) => eb.fn.max('ordered_at').as('data_through'));

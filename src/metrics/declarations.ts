@@ -5,6 +5,7 @@
  * compiler emits keeps to the registry's rules (bind parameters, data scope, small groups, masking).
  */
 import type { Expression, ExpressionBuilder, Kysely, SelectQueryBuilder, SqlBool } from 'kysely';
+import type { HighWaterMark } from '../registry/types.js';
 
 /**
  * How a metric's figure is measured. Money is summed per currency and never across two; a number is
@@ -128,6 +129,8 @@ export interface MetricsModel {
    * source can group or filter by, so no filter splits one.
    */
   readonly smallGroups?: { readonly always?: boolean };
+  /** The pack's high-water mark, the one its templateKit is given (src/pack.ts): answers then say data_through. */
+  readonly dataThrough?: HighWaterMark;
   /** Common questions and the call that answers each, for querygate://catalog (the first few also check the tool at start-up). */
   readonly questions?: readonly { readonly question: string; readonly arguments: Record<string, unknown> }[];
 }

@@ -332,5 +332,6 @@ export function metricsTemplate(
       : {}),
     present,
     compare,
+    ...(model.dataThrough ? { dataThrough: model.dataThrough } : {}),
   };
 }

@@ -16,11 +16,11 @@ export interface Identity {
 const ANSWER_FIELDS = [
   'A tool taking start_date and end_date takes a period instead, e.g. {"period":"last_week"}: weeks run Monday to Sunday, and last_N_days end yesterday.',
   'compare_to adds an earlier range and the change: previous_period (as long, just before) or previous_year (52 weeks back for whole ISO weeks).',
-  "Output schemas type each tool's own fields, with rows as flat objects; every answer also echoes its range (start_date, end_date, time_zone, starts_at and ends_before in UTC, period, partial, until) and carries data_as_of, and data_stale and data_scope when they apply.",
+  "Output schemas type each tool's own fields, with rows as flat objects; every answer also echoes its range (start_date, end_date, time_zone, starts_at and ends_before in UTC, period, partial, until) and carries data_as_of, and data_through, data_stale and data_scope when they apply.",
   'Money is in the currency (ISO 4217) of its row or total, and figures of two currencies are never added.',
-  'Answers echo the range they cover; partial: true means it had not ended, and the figures stop at until (a comparison is cut at the same local time).',
+  'Answers echo the range they cover; partial: true means it had not ended, and the figures stop at until: now, or where the data stop if earlier (a comparison is cut at the same local time).',
   'A row of a day, week or month the range covers only in part says partial, with the first_day and last_day it counts.',
-  'change_note says why change_pct is null. data_as_of: every commit before it is counted. data_stale: read from a replica further behind than allowed.',
+  'change_note says why change_pct is null. data_as_of: every commit before it is counted. data_through: the newest data. data_stale: read from a replica further behind than allowed.',
   'data_scope: your access covers only these values, so totals are partial. suppressed_groups: groups left out for standing for too few people; figures_cover says whether every figure then leaves them out.',
 ].join(' ');
 
