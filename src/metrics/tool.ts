@@ -7,8 +7,8 @@ import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import { label, MAX_ROWS, rowLimit } from '../lib/arguments.js';
 import { changeOf, compareToField, COMPARISONS } from '../lib/comparison.js';
-import { checkDateRange, dateRangeFields, DATE_RANGE_ALWAYS, type DayBucket } from '../lib/date-range.js';
-import { isoInZone } from '../lib/local-day.js';
+import { checkDateRange, dateRangeFields, DATE_RANGE_ALWAYS, quote, type DayBucket } from '../lib/date-range.js';
+import { isoInZone, offsetAt } from '../lib/local-day.js';
 import { bucketBounds, echoRange, rangeEcho } from '../lib/result-shape.js';
 import { cutFields } from '../lib/running.js';
 import type {
@@ -30,6 +30,17 @@ const WEEKDAYS = ['Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Satur
 const MAX_FILTER_VALUES = 50;
 
 type Figures = Record<string, string | number | boolean | null>;
+
+/**
+ * The first instant of a local hour at a given offset (seconds): its local start at that offset, or,
+ * when the offset began inside the hour (a half-hour clock change, as on Lord Howe Island), the minute
+ * it began, so that the label is never before every instant the row holds.
+ */
+function firstInstantAt(ms: number, offsetSeconds: number, timeZone: string): number {
+  let at = ms;
+  while (offsetAt(timeZone, at) !== offsetSeconds * 1000 && at < ms + 3_600_000) at += 60_000;
+  return at < ms + 3_600_000 ? at : ms;
+}
 
 /** Refuses a model the compiler cannot serve, in one line with the fix. */
 function checkModel(model: MetricsModel, personal: PersonalColumns): void {
@@ -118,7 +129,14 @@ export function metricsTemplate(
   );
   const input = z
     .strictObject({
-      metrics: z.array(z.enum(metricNames)).min(1).max(MAX_METRICS),
+      metrics: z
+        .array(
+          z.enum(metricNames, {
+            error: (issue) => `${quote(issue.input)} is not a metric; the metrics are ${metricNames.join(', ')}`,
+          }),
+        )
+        .min(1)
+        .max(MAX_METRICS),
       group_by: z.array(z.enum(dimensionNames)).max(2).optional(),
       filters: z
         .strictObject(filterFields, {
@@ -224,7 +242,7 @@ export function metricsTemplate(
         if (d === 'weekday') keys.weekday = WEEKDAYS[Number(value) - 1] ?? null;
         else if (d === 'hour') {
           const [local, offset] = String(value).split('|');
-          const ms = Date.parse(`${local}:00Z`) - Number(offset) * 1000;
+          const ms = firstInstantAt(Date.parse(`${local}:00Z`) - Number(offset) * 1000, Number(offset), ctx.timeZone);
           keys.hour = isoInZone(ms, ctx.timeZone);
           const until = args.until === undefined ? undefined : Date.parse(args.until);
           if (until !== undefined && until > ms && until < ms + 3_600_000)
