@@ -157,13 +157,12 @@ export const VIEWS: ViewsDocumentation<ReportingDatabase> = {
   },
   'reporting.region_product_days': {
     description:
-      'Order lines, units and revenue per customer region, UTC day, product, order status and currency: a rollup declared in pack/rollups.ts and kept exact by the triggers the engine makes (a customer who moves takes their items along); what a caller scoped to regions reads its top products from.',
+      'Units and revenue per customer region, UTC day, product, order status and currency: a rollup declared in pack/rollups.ts and kept exact by the triggers the engine makes (a customer who moves takes their items along); what a caller scoped to regions reads its top products from.',
     columns: {
       region: 'the customer’s sales region',
       day: 'the UTC day, as the timestamp it starts at',
       status: 'the status of the orders the items belong to',
       currency: 'the currency of the amounts',
-      lines: 'the order items counted',
       units: 'the sum of their quantities',
       revenue: 'the sum of quantity × unit price',
     },

@@ -85,7 +85,6 @@ export const NOT_PERSONAL_COLUMNS: NotPersonalColumns<ReportingDatabase> = [
   'reporting.region_hours.total_amount',
   'reporting.region_product_days.currency',
   'reporting.region_product_days.day',
-  'reporting.region_product_days.lines',
   'reporting.region_product_days.region',
   'reporting.region_product_days.revenue',
   'reporting.region_product_days.status',
