@@ -51,6 +51,11 @@ export interface AttributeDeclaration {
   readonly labelled?: string;
   /** The data-scope dimension this attribute is, when it is one ("region"). */
   readonly scope?: string;
+  /**
+   * For an attribute with more values than one answer holds (products): the attribute (category)
+   * whose values each get a call of their own when its completions are read, so that all are offered.
+   */
+  readonly completedWithin?: string;
 }
 
 // A source's rows are of the pack's views; the engine only adds clauses to them.
