@@ -105,9 +105,18 @@ export const DATA_SCOPE = [
 ] as const satisfies readonly DataScopeDimension[];
 
 /**
- * How far the data reach: the newest order's time, read from the end of the (ordered_at, id) index.
+ * How far the data reach: the newest order's time, read from the end of the (ordered_at, id) index
+ * (the registry adds LIMIT 1); for a caller scoped to regions, the newest of its regions' orders.
  * Every answer says it (data_through), and a range still running is cut there when the orders stop
  * before now. A shop whose orders arrive by a nightly load would read its load log here instead.
  */
-export const DATA_THROUGH: HighWaterMark<ReportingDatabase> = (db) =>
-  db.selectFrom('reporting.orders').select((eb) => eb.fn.max('ordered_at').as('data_through'));
+export const DATA_THROUGH: HighWaterMark<ReportingDatabase> = (db, ctx) => {
+  const regions = ctx.dataScope?.region;
+  const newest = db
+    .selectFrom('reporting.orders as o')
+    .select('o.ordered_at as data_through')
+    .orderBy('o.ordered_at', 'desc');
+  return regions
+    ? newest.innerJoin('reporting.customers as c', 'c.id', 'o.customer_id').where('c.region', 'in', regions)
+    : newest;
+};

@@ -37,8 +37,8 @@ export interface ToolCompletionSource {
   readonly arguments: Readonly<Record<string, unknown>>;
   readonly field: string;
   /**
-   * For a field with more values than one answer holds (the products of 90 days): a call per value of
-   * another source (each category), `arguments` with `narrowTo(value)` merged in, so that every value
+   * For a field with more values than one answer holds (the SKUs sold in 90 days): a call per value of
+   * another source (each product group), `arguments` with `narrowTo(value)` merged in, so that every value
    * is offered.
    */
   readonly within?: {

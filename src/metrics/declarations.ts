@@ -52,7 +52,7 @@ export interface AttributeDeclaration {
   /** The data-scope dimension this attribute is, when it is one ("region"). */
   readonly scope?: string;
   /**
-   * For an attribute with more values than one answer holds (products): the attribute (category)
+   * For an attribute with more values than one answer holds (SKUs): the attribute (a product group)
    * whose values each get a call of their own when its completions are read, so that all are offered.
    */
   readonly completedWithin?: string;

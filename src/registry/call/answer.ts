@@ -14,10 +14,10 @@ import { readDataThrough } from './data-through.js';
 import { statementFor } from './statements.js';
 
 /**
- * Answers a validated call of a template, or a step of a report: the pack's high-water mark when it
- * declares one, for a call (a running range is cut there when the data stop before now), its statement for the range asked for (and, with
- * `compare_to`, for the comparison range), the rows shaped and presented, and the output checked
- * against its schema. A running range that cannot be compared on equal elapsed time throws
+ * Answers a validated call of a template, or a step of a report: for a call, the pack's high-water
+ * mark when it declares one (a running range is cut there when the data stop before now); its
+ * statement for the range asked for (and, with `compare_to`, for the comparison range), the rows
+ * shaped and presented, and the output checked against its schema. A running range that cannot be compared on equal elapsed time throws
  * ArgumentError; a statement that fails throws StatementFailed; a template that breaks its own
  * contract throws anything else (a programmer error).
  */
@@ -44,9 +44,11 @@ export async function answer(
   let dataAsOf = new Date().toISOString();
   let stale = false;
   // Read before the figures, whose snapshot is later: they hold every row up to it. A report cuts
-  // the ranges of its steps itself, at the instant it runs, so its steps read no mark.
-  const dataThrough =
-    template.dataThrough && !reportStep ? await readDataThrough(template.dataThrough, deps.db, signal) : undefined;
+  // the ranges of its steps itself, at the instant it runs, so its steps read no mark. The statement
+  // is built first, so that one its checks refuse sends nothing at all.
+  const mark = reportStep ? undefined : template.dataThrough;
+  if (mark) statementFor(entry, asked, cap, deps.db, ctx);
+  const dataThrough = mark ? await readDataThrough(mark, deps.db, signal, ctx) : undefined;
   const args =
     typeof dataThrough === 'string' ? cutAtDataThrough(asked, Date.parse(dataThrough), deps.ctx.timeZone) : asked;
   const unequal = unequalComparison(args, deps.ctx.timeZone);

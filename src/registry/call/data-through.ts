@@ -4,8 +4,9 @@
  */
 import type { ReaderDatabase } from '../../db/connect.js';
 import { ConfigError } from '../../errors.js';
+import { unboundScopeValues } from '../../lib/data-scope.js';
 import { isoTimestamp } from '../shaping/values.js';
-import type { HighWaterMark } from '../types.js';
+import type { HighWaterMark, QueryContext } from '../types.js';
 import { StatementFailed } from './admission.js';
 
 /**
@@ -16,8 +17,13 @@ export async function readDataThrough(
   mark: HighWaterMark,
   db: ReaderDatabase,
   signal: AbortSignal,
+  ctx: QueryContext,
 ): Promise<string | null> {
-  const { sql, parameters } = mark(db.compiler).limit(1).compile();
+  const { sql, parameters } = mark(db.compiler, ctx).limit(1).compile();
+  const unbound = ctx.dataScope ? unboundScopeValues(parameters, ctx.dataScope) : [];
+  if (unbound.length > 0) {
+    throw new ConfigError(`the high-water mark binds no ${unbound.join(', ')} of the caller's data scope`);
+  }
   let result;
   try {
     result = await db.execute({ sql, parameters }, signal);
