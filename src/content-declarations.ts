@@ -25,11 +25,27 @@ export type CompletionSource =
   | { readonly values: readonly string[] }
   /** The ISO weeks that have started, the most recent first (`2026-W48`), then last_week and this_week. */
   | { readonly recentWeeks: number }
+  /** The labels of a tool's rows (below). */
+  | ToolCompletionSource;
+
+/**
+ * The distinct values of `field` in the `rows` of a call of `tool` with `arguments`, alphabetically:
+ * what the data holds now (the regions that sold in the last 90 days, say).
+ */
+export interface ToolCompletionSource {
+  readonly tool: string;
+  readonly arguments: Readonly<Record<string, unknown>>;
+  readonly field: string;
   /**
-   * The distinct values of `field` in the `rows` of a call of `tool` with `arguments`, alphabetically:
-   * what the data holds now (the regions that sold in the last 90 days, say).
+   * For a field with more values than one answer holds (the SKUs sold in 90 days): a call per value of
+   * another source (each product group), `arguments` with `narrowTo(value)` merged in, so that every value
+   * is offered.
    */
-  | { readonly tool: string; readonly arguments: Readonly<Record<string, unknown>>; readonly field: string };
+  readonly within?: {
+    readonly source: ToolCompletionSource;
+    readonly narrowTo: (value: string) => Readonly<Record<string, unknown>>;
+  };
+}
 
 /**
  * Resources named by an RFC 6570 URI template, such as `querygate://reports/weekly/{week}`: listed

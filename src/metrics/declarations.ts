@@ -5,6 +5,7 @@
  * compiler emits keeps to the registry's rules (bind parameters, data scope, small groups, masking).
  */
 import type { Expression, ExpressionBuilder, Kysely, SelectQueryBuilder, SqlBool } from 'kysely';
+import type { HighWaterMark } from '../registry/types.js';
 
 /**
  * How a metric's figure is measured. Money is summed per currency and never across two; a number is
@@ -50,6 +51,11 @@ export interface AttributeDeclaration {
   readonly labelled?: string;
   /** The data-scope dimension this attribute is, when it is one ("region"). */
   readonly scope?: string;
+  /**
+   * For an attribute with more values than one answer holds (SKUs): the attribute (a product group)
+   * whose values each get a call of their own when its completions are read, so that all are offered.
+   */
+  readonly completedWithin?: string;
 }
 
 // A source's rows are of the pack's views; the engine only adds clauses to them.
@@ -171,6 +177,8 @@ export interface MetricsModel {
    * source can group or filter by, so no filter splits one.
    */
   readonly smallGroups?: { readonly always?: boolean };
+  /** The pack's high-water mark, the one its templateKit is given (src/pack.ts): answers then say data_through. */
+  readonly dataThrough?: HighWaterMark;
   /** Common questions and the call that answers each, for querygate://catalog (the first few also check the tool at start-up). */
   readonly questions?: readonly { readonly question: string; readonly arguments: Record<string, unknown> }[];
 }

@@ -6,7 +6,8 @@
  */
 import type { PromptMessage } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { CompletionSource } from '../content-declarations.js';
+import type { CompletionSource, ToolCompletionSource } from '../content-declarations.js';
+import { ConfigError } from '../errors.js';
 import { oneOf } from '../lib/arguments.js';
 import { PERIODS } from '../lib/periods.js';
 import { definePrompt, type AnyPrompt } from '../prompts.js';
@@ -27,14 +28,26 @@ export function metricsPrompt(model: MetricsModel): AnyPrompt {
       z.string().min(1).max(100).optional().describe(`Only this ${a.name} (optional)`),
     ]),
   );
+  const labelsOf = (name: string): ToolCompletionSource => ({
+    tool,
+    arguments: { metrics: [counting], group_by: [name], period: 'last_90_days' },
+    field: name,
+  });
   const completions: Record<string, CompletionSource> = {};
   for (const a of model.attributes) {
+    const within = a.completedWithin;
+    if (within !== undefined && !model.attributes.some((b) => b.name === within && b !== a)) {
+      throw new ConfigError(`attribute ${a.name}: completedWithin names ${within}, which is not another attribute`);
+    }
     completions[a.name] = a.values
       ? { values: a.values }
       : {
-          tool,
-          arguments: { metrics: [counting], group_by: [a.name], period: 'last_90_days' },
-          field: a.name,
+          ...labelsOf(a.name),
+          ...(within === undefined
+            ? {}
+            : {
+                within: { source: labelsOf(within), narrowTo: (value: string) => ({ filters: { [within]: [value] } }) },
+              }),
         };
   }
   return definePrompt({

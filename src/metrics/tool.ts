@@ -7,8 +7,8 @@ import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import { label, MAX_ROWS, rowLimit } from '../lib/arguments.js';
 import { changeOf, compareToField, COMPARISONS, pairGroups } from '../lib/comparison.js';
-import { checkDateRange, dateRangeFields, DATE_RANGE_ALWAYS, type DayBucket } from '../lib/date-range.js';
-import { isoInZone } from '../lib/local-day.js';
+import { checkDateRange, dateRangeFields, DATE_RANGE_ALWAYS, quote, type DayBucket } from '../lib/date-range.js';
+import { isoInZone, offsetAt } from '../lib/local-day.js';
 import { bucketBounds, echoRange, rangeEcho } from '../lib/result-shape.js';
 import { cutFields } from '../lib/running.js';
 import type {
@@ -79,6 +79,17 @@ function placeInRange(
         return dims.includes(dim) ? value : undefined;
     }
   };
+}
+
+/**
+ * The first instant of a local hour at a given offset (seconds): its local start at that offset, or,
+ * when the offset began inside the hour (a half-hour clock change, as on Lord Howe Island), the minute
+ * it began, so that the label is never before every instant the row holds.
+ */
+function firstInstantAt(ms: number, offsetSeconds: number, timeZone: string): number {
+  let at = ms;
+  while (offsetAt(timeZone, at) !== offsetSeconds * 1000 && at < ms + 3_600_000) at += 60_000;
+  return at < ms + 3_600_000 ? at : ms;
 }
 
 /** Refuses a model the compiler cannot serve, in one line with the fix. */
@@ -220,8 +231,7 @@ export function metricsTemplate(
       metrics: z
         .array(
           z.enum(metricNames, {
-            error: (issue) =>
-              `${JSON.stringify(issue.input)} is not a metric; the metrics are ${metricNames.join(', ')}`,
+            error: (issue) => `${quote(issue.input)} is not a metric; the metrics are ${metricNames.join(', ')}`,
           }),
         )
         .min(1)
@@ -358,7 +368,7 @@ export function metricsTemplate(
         if (d === 'weekday') keys.weekday = WEEKDAYS[Number(value) - 1] ?? null;
         else if (d === 'hour') {
           const [local, offset] = String(value).split('|');
-          const ms = Date.parse(`${local}:00Z`) - Number(offset) * 1000;
+          const ms = firstInstantAt(Date.parse(`${local}:00Z`) - Number(offset) * 1000, Number(offset), ctx.timeZone);
           keys.hour = isoInZone(ms, ctx.timeZone);
           const until = args.until === undefined ? undefined : Date.parse(args.until);
           if (until !== undefined && until > ms && until < ms + 3_600_000)
@@ -519,5 +529,6 @@ export function metricsTemplate(
     // The comparison range's every group (up to 100 a currency), so that each row listed now finds its own.
     priorArguments: (args) => ({ ...args, limit: MAX_ROWS }),
     totalRows: MAX_TOTAL_ROWS,
+    ...(model.dataThrough ? { dataThrough: model.dataThrough } : {}),
   };
 }

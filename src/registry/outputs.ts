@@ -14,6 +14,7 @@ import type { AnyTemplate } from './types.js';
 export const SHARED_ANSWER_FIELDS: ReadonlySet<string> = new Set([
   ...Object.keys(rangeEcho),
   'data_as_of',
+  'data_through',
   'data_stale',
   'data_scope',
 ]);
@@ -29,6 +30,12 @@ export const FIGURES_COVER = z.enum(['all', 'visible_groups_only']);
  * before this instant.
  */
 export const DATA_AS_OF = z.string();
+
+/**
+ * For a template whose pack declares its high-water mark: the newest data the figures saw (ISO 8601),
+ * read before them; null while the pack holds no data. Absent from the steps of a report.
+ */
+export const DATA_THROUGH = z.string().nullable().optional();
 
 /** Present on a template's answer read from a hot standby further behind its primary than the operator allows. */
 export const DATA_STALE = z.literal(true).optional();

@@ -209,7 +209,22 @@ export interface QueryTemplate<Args, Output extends Record<string, unknown>, DB 
    * the rows it sums fails.
    */
   readonly baseline?: () => QueryTemplate<Args, Output, DB>;
+  /**
+   * The pack's high-water mark (given by templateKit, or a metrics model's `dataThrough`): read before
+   * each call, it becomes the answer's `data_through`, and a range still running is cut there when
+   * the data stop before now.
+   */
+  readonly dataThrough?: HighWaterMark<DB>;
 }
+
+/**
+ * How a pack reads how far its data reach: a select of one row whose one column, `data_through`, is a
+ * timestamptz (the newest order, or the last load in a load log); no row or NULL when there is no data
+ * yet. It runs as every statement does: through the reader role, read-only, under the statement
+ * timeout, and for a scoped caller it binds every value of `ctx.dataScope` (the newest data it may see).
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type HighWaterMark<DB = any> = (db: Kysely<DB>, ctx: QueryContext) => RowQuery;
 
 /** The range a result is compared with, as compare() gets it and the result echoes it. */
 export interface ComparisonEcho {

@@ -404,6 +404,9 @@ describe('query_metrics refuses what it cannot answer, naming the field and the 
     const unknown = await open.call('query_metrics', { metrics: ['profit'], ...MARCH });
     expect(unknown.isError).toBe(true);
     expect(textOf(unknown)).toContain('metrics');
+    // Issue 30, Wanted 8: the refusal names the metric given, beside the valid ones.
+    const named = await open.call('query_metrics', { metrics: ['orders', 'profit'], ...MARCH });
+    expect(textOf(named)).toMatch(/metrics\.1: "profit" is not a metric; the metrics are orders, /);
     const wide = await open.call('query_metrics', {
       metrics: ['orders'],
       start_date: '2025-01-01',
