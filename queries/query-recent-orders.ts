@@ -115,7 +115,7 @@ export const queryRecentOrders = defineTemplate({
   name: 'query_recent_orders',
   title: 'Most recent orders',
   description: [
-    'Single orders in a range, newest or largest first.',
+    'Single orders in a range, newest or largest first, masked customer fields only when named.',
     'Use it for "the 5 largest orders last week".',
   ].join(' '),
   input,

@@ -78,7 +78,7 @@ const input = z
   .strictObject({
     ...dateRangeFields,
     group_by: oneOf(GROUPINGS),
-    region: z.string().min(1).max(100).optional().describe('Only this customer region'),
+    region: z.string().min(1).max(100).optional(),
     ...compareToField,
   })
   .superRefine(checkDateRange, DATE_RANGE_ALWAYS);

@@ -12,6 +12,7 @@ import { oneOf } from '../lib/arguments.js';
 import { PERIODS } from '../lib/periods.js';
 import { definePrompt, type AnyPrompt } from '../prompts.js';
 import { CYCLIC_TIMES, TIME_GRAINS, type MetricsModel } from './declarations.js';
+import { derivedDimensions } from './statement.js';
 import { METRICS_TOOL } from './tool.js';
 
 const user = (text: string): PromptMessage => ({ role: 'user', content: { type: 'text', text } });
@@ -19,7 +20,12 @@ const user = (text: string): PromptMessage => ({ role: 'user', content: { type: 
 export function metricsPrompt(model: MetricsModel): AnyPrompt {
   const tool = model.toolName ?? METRICS_TOOL;
   const metrics = model.metrics.map((m) => m.name) as [string, ...string[]];
-  const dimensions = [...TIME_GRAINS, ...CYCLIC_TIMES, ...model.attributes.map((a) => a.name)] as [string, ...string[]];
+  const dimensions = [
+    ...TIME_GRAINS,
+    ...CYCLIC_TIMES,
+    ...model.attributes.map((a) => a.name),
+    ...derivedDimensions(model).map((d) => d.name),
+  ] as [string, ...string[]];
   // Labels are read with a metric that counts no one, so that no small group hides a label.
   const counting = model.metrics.find((m) => !m.people && !m.ratio)?.name ?? metrics[0];
   const filters = Object.fromEntries(

@@ -207,7 +207,7 @@ export function metricsTemplate(
   ] as [string, ...string[]];
   const unitOf = (name: string): string => model.metrics.find((m) => m.name === name)!.unit;
 
-  // The derived dimensions are for grouping ("repeat customers": group by customer_type); min_ and
+  // The derived dimensions are for grouping (repeat buyers: group by the entity's type); min_ and
   // max_ bound an amount. Their filters would cost every model the listing's bytes for one row less.
   const filterable = model.attributes.map((a) => ({ name: a.name, values: a.values }));
   const filterFields = Object.fromEntries(
@@ -491,7 +491,7 @@ export function metricsTemplate(
     name,
     title: `Metrics of ${model.subject}`,
     description: [
-      `Metrics of ${model.subject}: totals, or by up to two dimensions, filtered, ranked and compared.`,
+      `Metrics of ${model.subject}: totals or by up to two dimensions, filtered, ranked, compared.`,
       `Use it for ${
         (model.questions ?? [])
           .slice(0, 1)

@@ -236,12 +236,21 @@ describe('completions of explore_metric, the prompt the metric declarations deri
       'net_orders',
       'revenue',
       'avg_order_value',
+      'gross_amount',
+      'median_order_value',
+      'p90_order_value',
       'customers',
+      'orders_per_customer',
       'refunded_orders',
       'refund_rate',
       'units',
     ]);
     expect(await complete(open, 'group_by', 'w')).toEqual(['week', 'weekday']);
+    expect(await complete(open, 'group_by', 'customer_')).toEqual([
+      'customer_orders',
+      'customer_type',
+      'customer_since',
+    ]);
     expect(await complete(open, 'status')).toEqual(['pending', 'paid', 'shipped', 'cancelled', 'refunded']);
   });
 
