@@ -1,7 +1,7 @@
 /**
  * `query_metrics`: the one tool a pack's metric declarations derive. It is a template like any other,
  * so the registry's one door (validation, read-only transaction, timeout, row cap, masking, data
- * scope, small groups, audit) serves it; the engine only writes its contract and its statement.
+ * scope, protected counts, audit) serves it; the engine only writes its contract and its statement.
  */
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
@@ -22,7 +22,7 @@ import type {
 import { CYCLIC_TIMES, MAX_METRICS, TIME_GRAINS, type MetricsModel } from './declarations.js';
 import { checkedArguments } from './checked-arguments.js';
 import { guideOf } from './guide.js';
-import { baseMetrics, countsPeople, metricsStatement, selectedColumns, type MetricsArgs } from './statement.js';
+import { baseMetrics, metricsStatement, selectedColumns, type MetricsArgs } from './statement.js';
 
 export const METRICS_TOOL = 'query_metrics';
 
@@ -75,8 +75,11 @@ function checkModel(model: MetricsModel, personal: PersonalColumns): void {
         `${where}: the last source (${last.name}) must measure every metric; add ${m.name} to its measures`,
       );
     }
-    if ((m.people || model.smallGroups?.always) && last.people === undefined) {
-      throw new ConfigError(`${where}: ${m.name} counts people, so source ${last.name} must name its people column`);
+    if (m.protected && (!m.people || m.unit !== 'count')) {
+      throw new ConfigError(`${where}: ${m.name} is protected, so it must be a count of people (people: true, unit count)`);
+    }
+    if (m.protected && last.people === undefined) {
+      throw new ConfigError(`${where}: ${m.name} is protected, so source ${last.name} must name its people column`);
     }
   }
   for (const a of model.attributes) {
@@ -191,9 +194,7 @@ export function metricsTemplate(
   columns.is_total = plain('integer');
   columns.grand = plain('integer');
   columns.groups = plain('integer');
-  columns.people_in_row = { type: 'integer', source: 'computed', treatment: 'distinct_people' };
-  columns.hidden_cells = { type: 'integer', source: 'computed', treatment: 'hidden_groups' };
-  const peopleColumn = model.sources[model.sources.length - 1]!.people;
+  const protectedFigures = model.metrics.filter((m) => m.protected).map((m) => m.name);
 
   const present = (
     rows: ResultRow[],
@@ -313,15 +314,7 @@ export function metricsTemplate(
     personal,
     dimensions,
     dataScope: model.attributes.flatMap((a) => (a.scope ? [a.scope] : [])),
-    ...(peopleColumn
-      ? {
-          smallGroups: {
-            people: peopleColumn,
-            by: Object.values(model.sources[model.sources.length - 1]!.attributes) as [string, ...string[]],
-            appliesTo: (args: unknown) => countsPeople(model, (args as MetricsArgs).metrics),
-          },
-        }
-      : {}),
+    ...(protectedFigures.length > 0 ? { protectedFigures } : {}),
     checkedArguments: [...checkedArguments(model), ...(model.questions ?? []).map((q) => q.arguments)],
     query: (db, args, ctx) => metricsStatement(db, model, args, ctx),
     ...(model.sources.some((s) => s.rollup)
