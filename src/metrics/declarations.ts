@@ -39,9 +39,9 @@ export interface MetricDeclaration {
    * True for a count of people the pack protects: every figure of it is released by the cell-key rule
    * (src/lib/protected-counts.ts), never 1 to threshold − 1 and with a noise of at most ±2 that the same
    * people always get, so that no subtraction of figures recovers a small count. Nothing else in the
-   * call changes: tickets, orders and money stay exact, and a ratio with a protected part is computed
+   * call changes: things counted and money stay exact, and a ratio with a protected part is computed
    * from the released figure. Protect a count when what a few people did is not otherwise listed; a
-   * pack whose row lists show single records (the sales pack's orders) gains nothing by it.
+   * pack whose row lists show single records gains nothing by it.
    */
   readonly protected?: boolean;
 }
