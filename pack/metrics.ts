@@ -136,6 +136,9 @@ export const salesMetrics: MetricsModel = {
     {
       name: 'customers',
       unit: 'count',
+      // Not protected: query_recent_orders already lists single orders with their region and status, so
+      // perturbing aggregate customer counts would protect no one and cost the headline figure.
+      people: true,
       description: 'Distinct customers who placed an order, every status: exact.',
     },
     {

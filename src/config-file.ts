@@ -53,7 +53,7 @@ export interface ConfigFile {
 /** A pack the server could serve: its name, where it was loaded from (for `path` entries), its templates. */
 export interface AvailablePack {
   readonly pack: string;
-  /** The pack's own small-group threshold, if it sets one. */
+  /** The pack's own threshold of protected counts (small_group_threshold), if it sets one. */
   readonly smallGroupThreshold?: number;
   /** The `path` of the config entry it was loaded for, as written there. */
   readonly path?: string;

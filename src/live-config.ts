@@ -239,7 +239,7 @@ interface AccessState {
 
 /**
  * What a reload opens that was closed before, one phrase each: tools served, tools a toolset gains,
- * toolsets a scope gains, small groups shown that were left out. Narrowing is not news worth a warning.
+ * toolsets a scope gains, protected counts released at a lower threshold. Narrowing is not news worth a warning.
  */
 function widenings(before: AccessState, after: AccessState): string[] {
   const added = (was: readonly string[] | undefined, now: readonly string[]): string[] =>

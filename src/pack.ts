@@ -134,8 +134,8 @@ export interface Pack {
    */
   readonly maxPlanCost: number;
   /**
-   * The fewest distinct people a grouped row of the pack's tools may stand for (5 when unset); the
-   * configuration file's small_group_threshold overrides it.
+   * The fewest people a released protected count other than 0 stands for (5 when unset; see
+   * src/lib/protected-counts.ts); the configuration file's small_group_threshold overrides it.
    */
   readonly smallGroupThreshold?: number;
   /** The figures the tools return, defined for querygate://metrics. */

@@ -114,7 +114,7 @@ export const ${exportName}: MetricDeclaration = {
   unit: 'count',
   // For a model choosing a metric: what it means, which rows it leaves out, when to use it.
   description: 'TODO What ${name} means and which rows it counts.',
-  // people: true, for a count of distinct people: an answer holding it hides small groups.
+  // people: true, for a count of distinct people; protected: true as well when the pack protects them.
 };
 
 /**

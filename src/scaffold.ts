@@ -164,8 +164,8 @@ export const ${exportName} = defineTemplate({
   // when no personal column is among them) and its treatment: 'plain' for a column no personal column
   // is behind (one of the pack's NOT_PERSONAL_COLUMNS, or computed from them); for one of the pack's
   // PERSONAL_COLUMNS its mask (mask_email, mask_phone, initials, token) or 'drop'. A column the reader
-  // reads that is in neither list stops the server: classify every column of a view you add; { bucket: [...] } for an amount returned as a range; 'distinct_people' for a
-  // count(distinct <a personal id>) of a grouped row, so that groups of too few people are left out.
+  // reads that is in neither list stops the server: classify every column of a view you add; { bucket: [...] } for an amount returned as a range. A count of people
+  // a pack protects is a metric declared protected (src/metrics/declarations.ts), not a template column.
   columns: {
     todo: { type: 'integer', source: 'computed', treatment: 'plain' },
   },

@@ -8,7 +8,6 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { sql, type SelectQueryBuilder } from 'kysely';
 import type pg from 'pg';
-import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { explainPacks, type PlanCost } from '../src/db/doctor/index.js';
 import { ConfigError } from '../src/errors.js';
@@ -25,7 +24,7 @@ import {
 import {
   argumentEdgeViolations,
   bindParameterViolations,
-  declaresPeopleCount,
+  declaresProtectedCount,
   descriptionViolations,
   explainViolations,
   outputViolations,
@@ -33,7 +32,7 @@ import {
   returnsRows,
   rowCapViolations,
   routingViolations,
-  smallGroupViolations,
+  protectedCountViolations,
   sourcesOf,
   treatmentViolations,
   registryWithThreshold,
@@ -45,7 +44,6 @@ import { TEST_SEED } from './support/database.js';
 import { connectAdmin, startHarness, type Harness } from './support/harness.js';
 import { ALL_PACKS } from './support/packs.js';
 import { testTarget } from './support/target.js';
-import { regionOrdersTemplate } from './support/region-orders.js';
 
 /** The last day of the test data: the widest calls end on it, so their ranges hold rows. */
 const LAST_DAY = TEST_SEED.until;
@@ -191,8 +189,8 @@ describe.each(target.packs.map((pack) => [pack.name, pack] as const))('contract:
       expectNone(found);
     });
 
-    if (declaresPeopleCount(template)) {
-      it('contract: groups of fewer people than the threshold are suppressed and counted', async () => {
+    if (declaresProtectedCount(template)) {
+      it('contract: protected counts of people are released, never 1 to threshold - 1', async () => {
         listed(template);
         const servers = new Map<number, Harness>();
         try {
@@ -204,7 +202,7 @@ describe.each(target.packs.map((pack) => [pack.name, pack] as const))('contract:
               );
             return servers.get(k)!.call(template.name, args);
           };
-          expectNone(await smallGroupViolations(callAt, countWith(admin), template));
+          expectNone(await protectedCountViolations(callAt, template));
         } finally {
           for (const server of servers.values()) await server.close();
         }
@@ -215,13 +213,13 @@ describe.each(target.packs.map((pack) => [pack.name, pack] as const))('contract:
 
 // The project's own packs must exercise every rule; a pack of yours (QUERYGATE_PACKS) need not group people.
 describe.skipIf(target.own)('contract: over all packs', () => {
-  it('at least one template counts distinct people, so small-group suppression is checked at all', () => {
+  it('at least one template releases a protected count, so the rule is checked at all', () => {
     const counting = ALL_PACKS.flatMap((p) =>
-      p.templates.filter(declaresPeopleCount).map((t) => `${p.name}/${t.name}`),
+      p.templates.filter(declaresProtectedCount).map((t) => `${p.name}/${t.name}`),
     );
     expect(
       counting,
-      "no template of any pack declares a 'distinct_people' column: the small-groups rule would pass having checked nothing",
+      'no template of any pack releases a protected count: the protected-counts rule would pass having checked nothing',
     ).not.toEqual([]);
   });
 
@@ -380,58 +378,14 @@ describe('contract: each rule fails on a template that breaks it', () => {
     expect(failed[0]?.message).toBe('a call failed: boom');
   });
 
-  it('small groups: a server that ignores the threshold', async () => {
-    const counted = {
-      ...ranged,
-      columns: { ...ranged.columns, people: { type: 'integer', source: 'computed', treatment: 'distinct_people' } },
-    } as AnyTemplate;
-    const ignoring = async () => ({ content: [], structuredContent: { rows: [{}, {}, {}], truncated: false } });
-    const threeGroupsOneSmall: CountRows = async (_, where) => (where ? 1 : 3);
-    const messages = (await smallGroupViolations(ignoring, threeGroupsOneSmall, counted)).map((v) => v.message);
-    expect(messages).toContainEqual(
-      expect.stringMatching(
-        /at threshold 2 returned 3 rows and suppressed_groups undefined; its query yields 3 groups, 1 of them for fewer than 2 people$/,
-      ),
-    );
-  });
-});
-
-describe('contract: the small-groups rule through a real server, on a template of its own and the same one broken', () => {
-  // One day and one month: few customers a region on the day, more over the month.
-  const regionOrders = regionOrdersTemplate('query_region_customers', [
-    { start_date: LAST_DAY, end_date: LAST_DAY },
-    { start_date: '2025-06-01', end_date: LAST_DAY },
-  ]);
-
-  const check = async (served: AnyTemplate): Promise<Violation[]> => {
-    const admin = await connectAdmin();
-    const servers = new Map<number, Harness>();
-    try {
-      await admin.query("set time zone 'UTC'");
-      const callAt = async (k: number, args: Record<string, unknown>) => {
-        if (!servers.has(k)) servers.set(k, await startHarness({ registry: registryWithThreshold([served], k) }));
-        return servers.get(k)!.call(served.name, args);
-      };
-      return await smallGroupViolations(callAt, countWith(admin), regionOrders);
-    } finally {
-      for (const server of servers.values()) await server.close();
-      await admin.end();
-    }
-  };
-
-  it('small groups: a template that counts its customers passes, at thresholds 2, 5 and above every group', async () => {
-    expectNone(await check(regionOrders));
-  });
-
-  it('small groups: the same template with its count declared plain fails, nothing being suppressed', async () => {
-    const plain = {
-      ...regionOrders,
-      columns: { ...regionOrders.columns, customers: { type: 'integer', source: 'computed', treatment: 'plain' } },
-      output: z.object({ rows: z.array(z.object({ region: z.string(), orders: z.number(), customers: z.number() })) }),
-    } as AnyTemplate;
-    const messages = (await check(plain)).map((v) => v.message);
-    expect(messages).toContainEqual(
-      expect.stringMatching(/at threshold 1000000 returned [1-9]\d* rows and suppressed_groups undefined/),
+  it('protected counts: a server that returns a count below the threshold', async () => {
+    const counted = { ...ranged, protectedFigures: ['people'] } as AnyTemplate;
+    const exact = async () => ({ content: [], structuredContent: { rows: [{ people: 3 }, { people: 0 }] } });
+    const messages = (await protectedCountViolations(exact, counted)).map((v) => v.message);
+    expect(messages).toContainEqual(expect.stringMatching(/at threshold 5 returned people of 3, below the threshold$/));
+    const none = async () => ({ content: [], structuredContent: { rows: [{}] } });
+    expect((await protectedCountViolations(none, counted)).map((v) => v.message)).toContain(
+      'no example returns a protected count, so its release was never seen',
     );
   });
 });

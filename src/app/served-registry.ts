@@ -6,6 +6,7 @@ import type { Pack } from '../pack.js';
 import { VERSION } from '../protocol/identity.js';
 import { hiddenByDataScope } from '../registry/access.js';
 import type { Registry } from '../registry/interface.js';
+import { protectedButListed } from '../registry/protected-lists.js';
 import type { Tracing } from '../tracing.js';
 
 /** The registry served: the configuration file's, live (reloaded on change), traced when tracing is on. */
@@ -46,5 +47,7 @@ export async function servedRegistryOf(
       logger.warn(`data scope ${dimension}: hidden from callers scoped on it, since they do not apply it`, { tools });
     }
   }
+  // A pack that protects a count of people and lists those people's records: one line naming both.
+  for (const pack of packs) for (const line of protectedButListed(pack.templates)) logger.warn(line);
   return { live, tracing, registry };
 }

@@ -2,7 +2,7 @@
  * What a pack declares for its metrics layer, as data the engine compiles into one tool
  * (`query_metrics`): metrics, dimensions, filters, and the sources (rollups and base views) that serve
  * them. The engine knows no table; the pack names its views and columns here, and every fragment the
- * compiler emits keeps to the registry's rules (bind parameters, data scope, small groups, masking).
+ * compiler emits keeps to the registry's rules (bind parameters, data scope, protected counts, masking).
  */
 import type { Expression, ExpressionBuilder, Kysely, SelectQueryBuilder, SqlBool } from 'kysely';
 import type { HighWaterMark } from '../registry/types.js';
@@ -34,8 +34,17 @@ export interface MetricDeclaration {
    * averages): [numerator, denominator]. A ratio of money over a count is money.
    */
   readonly ratio?: readonly [string, string];
-  /** True for a count of distinct people: an answer holding it hides small groups (src/lib/small-groups.ts). */
+  /** True for a count of distinct people (measured `count_distinct` of the source's `people` column). */
   readonly people?: boolean;
+  /**
+   * True for a count of people the pack protects: every figure of it is released by the cell-key rule
+   * (src/lib/protected-counts.ts), never 1 to threshold − 1 and with a noise of at most ±2 that the same
+   * people always get, so that no subtraction of figures recovers a small count. Nothing else in the
+   * call changes: things counted and money stay exact, and a ratio with a protected part is computed
+   * from the released figure. Protect a count when what a few people did is not otherwise listed; a
+   * pack whose row lists show single records gains nothing by it.
+   */
+  readonly protected?: boolean;
 }
 
 /** An attribute a figure can be grouped or filtered by. A personal column is never one. */
@@ -148,7 +157,7 @@ export interface MetricSource {
   readonly labels?: Readonly<Record<string, string>>;
   /** The metrics it computes, by name; ratios come from their parts. */
   readonly measures: Readonly<Record<string, Measure>>;
-  /** The column of a person, for metrics that count people and the small-group rule. */
+  /** The column of a person, for metrics that count people: a protected count keys its cells by it. */
   readonly people?: string;
   /** The model's amounts its rows carry, as the column of each ({ order_value: 'o.total_amount' }). */
   readonly amounts?: Readonly<Record<string, string>>;
@@ -170,13 +179,6 @@ export interface MetricsModel {
   readonly entities?: readonly EntityDeclaration[];
   /** The tool's words for a model beyond the generated ones: what the figures are about. */
   readonly subject: string;
-  /**
-   * Small groups. By default an answer hides them only when it holds a metric that counts people;
-   * `always` hides them from every answer, for a pack whose every figure can single someone out (what
-   * a few people do is all a small cell holds). The cells are every attribute the serving
-   * source can group or filter by, so no filter splits one.
-   */
-  readonly smallGroups?: { readonly always?: boolean };
   /** The pack's high-water mark, the one its templateKit is given (src/pack.ts): answers then say data_through. */
   readonly dataThrough?: HighWaterMark;
   /** Common questions and the call that answers each, for querygate://catalog (the first few also check the tool at start-up). */

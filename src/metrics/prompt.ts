@@ -26,7 +26,7 @@ export function metricsPrompt(model: MetricsModel): AnyPrompt {
     ...model.attributes.map((a) => a.name),
     ...derivedDimensions(model).map((d) => d.name),
   ] as [string, ...string[]];
-  // Labels are read with a metric that counts no one, so that no small group hides a label.
+  // Labels are read with a metric that counts no one, so that every label is read exactly.
   const counting = model.metrics.find((m) => !m.people && !m.ratio)?.name ?? metrics[0];
   const filters = Object.fromEntries(
     model.attributes.map((a) => [
@@ -81,7 +81,7 @@ export function metricsPrompt(model: MetricsModel): AnyPrompt {
         user(
           [
             `Call ${tool} with ${JSON.stringify(call)}.`,
-            `Answer with the figures as it gives them: its totals are exact for every matching row, money is per currency (never add two), and a row or range marked partial covers only part of its period (say so, and never add it to another answer's row for the same period). Say how fresh the figures are from data_as_of, and if suppressed_groups is above 0, that groups of too few people were left out. What ${args.metric!} means: querygate://catalog/${tool}/${args.metric!}.`,
+            `Answer with the figures as it gives them: its totals are exact for every matching row, money is per currency (never add two), and a row or range marked partial covers only part of its period (say so, and never add it to another answer's row for the same period). Say how fresh the figures are from data_as_of and data_through, and that a protected count of people is approximate (±2, never 1 to 4). What ${args.metric!} means: querygate://catalog/${tool}/${args.metric!}.`,
           ].join('\n'),
         ),
       ];

@@ -2,20 +2,21 @@
  * The one statement of a `query_metrics` call, compiled from the pack's declarations: the source that
  * serves it, its rows held to the range, the filters and the caller's data scope, grouped by the
  * dimensions asked for with the totals as grouping sets of the same statement, then ranked and cut
- * per currency. Every value (dates, time zone, filter and scope values, limit, threshold) is a bind
- * parameter; the time zone is bound once, in a lateral join, so that the grouped expressions are the
- * same text in the select list, the grouping sets and grouping().
+ * per currency. Every value (dates, time zone, filter and scope values, limit, threshold, the seed of
+ * the person keys) is a bind parameter; the time zone and the seed are bound once, in a lateral join,
+ * so that the grouped expressions are the same text in the select list, the grouping sets and
+ * grouping(), and a protected count's aggregates are one text that PostgreSQL computes once.
  *
- *   select <dimensions>, <currency>, <metrics>, "r"."is_total", "r"."grand", "r"."groups",
- *          "r"."people_in_row", (select count(*) from <hidden cells>) as "hidden_cells"
+ *   select <dimensions>, <currency>, <metrics>, "r"."is_total", "r"."grand", "r"."groups"
  *   from (select "g".*, row_number() over (partition by "g"."is_total", "g"."currency" order by …) as "rank",
  *                count(*) over (partition by "g"."is_total", "g"."currency") as "groups"
  *         from (select <dimension expressions over "qg_time"."local">, <currency>,
  *                      <aggregate> filter (where <the rows it counts>) …,
  *                      grouping('row'::text) as "is_total", grouping(<currency>) as "grand"
- *               from <source rows> cross join lateral (select <time> at time zone $tz as "local") as "qg_time"
+ *               from <source rows> cross join lateral (select <time> at time zone $tz as "local"
+ *                                                        [, <person key> as "person_key"]) as "qg_time"
+ *                    [cross join lateral (<an amount's band, an entity's facts>) …]
  *               where <time> >= $start and <time> < $end and <filters> and <scope>
- *                 [and not exists (<the hidden cells>)]
  *               group by grouping sets (('row'::text, <keys>, <currency>), (<currency>), ())) as "g") as "r"
  *   where "r"."rank" <= $limit or "r"."is_total" = 1
  *   order by "r"."is_total" desc, "r"."currency", "r"."rank"
@@ -27,9 +28,10 @@
  * in tool.ts), checks every statement a call can build.
  */
 import { sql, type AliasedRawBuilder, type Kysely, type RawBuilder } from 'kysely';
+import { ConfigError } from '../errors.js';
 import { dailyRollupCovers, endOfRange, rollupCovers, startOfDay } from '../db/range-sql.js';
 import { resolveRange, type DateRangeInput, type ResolvedRange } from '../lib/date-range.js';
-import { hiddenGroupCount, visibleGroupsOnly, type SmallGroupContext } from '../lib/small-groups.js';
+import { personKey, releasedCount } from '../lib/protected-counts.js';
 import type { QueryContext, RowQuery } from '../registry/types.js';
 import {
   CYCLIC_TIMES,
@@ -105,8 +107,6 @@ export function selectedColumns(model: MetricsModel): string[] {
     'is_total',
     'grand',
     'groups',
-    'people_in_row',
-    'hidden_cells',
   ];
 }
 
@@ -122,10 +122,9 @@ export function baseMetrics(model: MetricsModel, names: readonly string[]): stri
   return [...out];
 }
 
-/** Whether an answer with these metrics hides small groups: it counts people, or the pack hides them always. */
-export function countsPeople(model: MetricsModel, names: readonly string[]): boolean {
-  if (model.smallGroups?.always === true) return true;
-  return baseMetrics(model, names).some((n) => model.metrics.find((m) => m.name === n)!.people === true);
+/** Whether an answer with these metrics releases a protected count of people (a ratio's part included). */
+export function protectsPeople(model: MetricsModel, names: readonly string[]): boolean {
+  return baseMetrics(model, names).some((n) => model.metrics.find((m) => m.name === n)!.protected === true);
 }
 
 /** What a call reads of a source: its metrics, attributes, amounts and entities. */
@@ -162,7 +161,7 @@ export function needsOf(
     attributes: [...attributes],
     amounts: [...amounts],
     entities: [...entities],
-    people: countsPeople(model, args.metrics),
+    people: protectsPeople(model, args.metrics),
   };
 }
 
@@ -228,7 +227,8 @@ export function amountBounds(args: object, name: string): ['>=' | '<', number][]
   return out;
 }
 
-const LOCAL = 'qg_time.local';
+const QG_TIME = 'qg_time';
+const LOCAL = `${QG_TIME}.local`;
 /**
  * A constant in the grouped rows' set only, whose grouping() tells them from the totals: the first key
  * could be an entity's id, which no column but its own token may select.
@@ -282,12 +282,26 @@ function derivedKey(model: MetricsModel, source: MetricSource, name: string): Ra
 const isTime = (name: string): boolean => (TIME_GRAINS as readonly string[]).includes(name);
 const isCyclic = (name: string): boolean => (CYCLIC_TIMES as readonly string[]).includes(name);
 
-/** One base metric's aggregate on a source: `agg(of) filter (where rows)`, sums never null. */
-function aggregateOf(eb: SourceBuilder, source: MetricSource, name: string): RawBuilder<unknown> {
+/**
+ * One base metric's aggregate on a source: `agg(of) filter (where rows)`, sums never null; a protected
+ * count released from its true count and its people's keys (src/lib/protected-counts.ts).
+ */
+function aggregateOf(
+  eb: SourceBuilder,
+  model: MetricsModel,
+  source: MetricSource,
+  name: string,
+  ctx: QueryContext,
+): RawBuilder<unknown> {
   const measure = source.measures[name]!;
   const of =
     measure.of === undefined ? undefined : typeof measure.of === 'string' ? eb.ref(measure.of) : measure.of(eb);
   const filter = measure.rows ? sql` filter (where ${measure.rows(eb)})` : sql``;
+  if (model.metrics.find((m) => m.name === name)!.protected) {
+    if (!ctx.protection) throw new ConfigError(`${name} is a protected count but the call has no protection rule`);
+    const keys = sql`sum(distinct ${eb.ref(`${QG_TIME}.person_key`)})${filter}`;
+    return releasedCount(sql`count(distinct ${eb.ref(source.people!)})${filter}`, keys, ctx.protection);
+  }
   switch (measure.aggregate) {
     case 'count':
       return of ? sql`count(${of})${filter}` : sql`count(*)${filter}`;
@@ -306,10 +320,11 @@ function metricValue(
   model: MetricsModel,
   source: MetricSource,
   m: MetricDeclaration,
+  ctx: QueryContext,
 ): RawBuilder<unknown> {
   const raw = (name: string): RawBuilder<unknown> => {
     const d = model.metrics.find((x) => x.name === name)!;
-    if (!d.ratio) return aggregateOf(eb, source, name);
+    if (!d.ratio) return aggregateOf(eb, model, source, name, ctx);
     return sql`(${raw(d.ratio[0])})::numeric / nullif(${raw(d.ratio[1])}, 0)`;
   };
   if (m.unit === 'money') return sql`round((${raw(m.name)})::numeric, 2)`;
@@ -326,10 +341,17 @@ function rowsOf(
   ctx: QueryContext,
   range: ResolvedRange,
 ): SourceRows {
+  // A protected count's person keys are bound here, once per row, beside the local time.
+  const protection = protectsPeople(model, args.metrics) ? ctx.protection : undefined;
   let rows = source
     .rows(db)
     .crossJoinLateral(
-      db.selectNoFrom(sql`${sql.ref(source.time)} at time zone ${ctx.timeZone}`.as('local')).as('qg_time'),
+      db
+        .selectNoFrom([
+          sql`${sql.ref(source.time)} at time zone ${ctx.timeZone}`.as('local'),
+          ...(protection ? [personKey(sql.ref(source.people!), protection).as('person_key')] : []),
+        ])
+        .as(QG_TIME),
     )
     .where(source.time, '>=', startOfDay(range.startDate, ctx.timeZone))
     .where(source.time, '<', endOfRange(range, ctx.timeZone));
@@ -375,12 +397,6 @@ function rowsOf(
   return rows;
 }
 
-/** The small-group rule on a source: the cells are every attribute it can group or filter by. */
-function cellsOn(source: MetricSource, ctx: QueryContext): { smallGroups: SmallGroupContext } {
-  const by = Object.values(source.attributes) as [string, ...string[]];
-  return { smallGroups: { ...ctx.smallGroups!, people: source.people!, by } };
-}
-
 /** The statement of a call (without LIMIT: the registry adds it). */
 export function metricsStatement(
   db: Kysely<unknown>,
@@ -392,10 +408,7 @@ export function metricsStatement(
   const source = sourceFor(model, args, ctx);
   const dims = args.group_by ?? [];
   const money = perCurrency(model, args);
-  const people = countsPeople(model, args.metrics) && ctx.smallGroups !== undefined;
-  const base = rowsOf(db, model, source, args, ctx, range);
-  const cells = people ? cellsOn(source, ctx) : undefined;
-  const rows = cells ? visibleGroupsOnly(base, cells) : base;
+  const rows = rowsOf(db, model, source, args, ctx, range);
 
   const keyOf = (eb: SourceBuilder, name: string): RawBuilder<unknown> =>
     isTime(name) || isCyclic(name)
@@ -424,20 +437,14 @@ export function metricsStatement(
       }
       out.push((currency ?? sql`null::text`).as('currency'));
       for (const m of model.metrics) {
-        const value = args.metrics.includes(m.name) ? metricValue(eb, model, source, m) : sql`null::numeric`;
-        // The grand total of money adds currencies: that row only carries the hidden cells, never a figure.
+        const value = args.metrics.includes(m.name) ? metricValue(eb, model, source, m, ctx) : sql`null::numeric`;
+        // The grand total of money adds currencies: that row is never returned, and carries no figure.
         out.push(
           (currency && m.unit !== 'count' ? sql`case when ${grand} = 1 then null else ${value} end` : value).as(m.name),
         );
       }
       out.push((keys.length > 0 ? sql`grouping(${ROW_MARK})` : sql`1`).as('is_total'));
       out.push(grand.as('grand'));
-      out.push(
-        (people
-          ? sql`case when ${grand} = 1 then null else nullif(count(distinct ${eb.ref(source.people!)}), 0) end`
-          : sql`null::bigint`
-        ).as('people_in_row'),
-      );
       // The first instant of the hour bucket (the same whichever source serves it), to list hours in time
       // order even when clocks go back; null unless hours are asked for.
       const hourStart = sql`${eb.ref(source.time)} - (${eb.ref(LOCAL)} - date_trunc('hour', ${eb.ref(LOCAL)}))`;
@@ -461,7 +468,7 @@ export function metricsStatement(
   const partition = ['g.is_total', 'g.currency'] as const;
   const ranked = db.selectFrom(grouped.as('g')).select((eb) => [
     ...selectedColumns(model)
-      .filter((c) => c !== 'hidden_cells' && c !== 'groups')
+      .filter((c) => c !== 'groups')
       .map((c) => eb.ref(`g.${c}`).as(c)),
     eb.fn
       .agg<number>('row_number', [])
@@ -478,22 +485,7 @@ export function metricsStatement(
   ]);
   return db
     .selectFrom(ranked.as('r'))
-    .select((eb) => [
-      ...selectedColumns(model)
-        .filter((c) => c !== 'hidden_cells')
-        .map((c) => eb.ref(`r.${c}`).as(c)),
-      (cells
-        ? hiddenGroupCount(eb as never, base, cells)
-        : eb
-            .selectFrom(
-              db
-                .selectNoFrom(sql`1`.as('none'))
-                .where(sql<boolean>`false`)
-                .as('none'),
-            )
-            .select((e) => e.fn.countAll().as('n'))
-      ).as('hidden_cells'),
-    ])
+    .select((eb) => selectedColumns(model).map((c) => eb.ref(`r.${c}`).as(c)))
     .where((eb) => eb.or([eb('r.rank', '<=', args.limit), eb('r.is_total', '=', 1)]))
     .orderBy('r.is_total', 'desc')
     .orderBy('r.currency')

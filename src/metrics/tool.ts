@@ -1,7 +1,7 @@
 /**
  * `query_metrics`: the one tool a pack's metric declarations derive. It is a template like any other,
  * so the registry's one door (validation, read-only transaction, timeout, row cap, masking, data
- * scope, small groups, audit) serves it; the engine only writes its contract and its statement.
+ * scope, protected counts, audit) serves it; the engine only writes its contract and its statement.
  */
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
@@ -23,7 +23,6 @@ import { CYCLIC_TIMES, MAX_METRICS, TIME_GRAINS, type MetricsModel } from './dec
 import { checkedArguments } from './checked-arguments.js';
 import { guideOf, pagesOf } from './guide.js';
 import {
-  countsPeople,
   derivedDimensions,
   metricsStatement,
   perCurrency,
@@ -152,8 +151,13 @@ function checkModel(model: MetricsModel, personal: PersonalColumns): void {
         `${where}: the last source (${last.name}) must measure every metric; add ${m.name} to its measures`,
       );
     }
-    if ((m.people || model.smallGroups?.always) && last.people === undefined) {
-      throw new ConfigError(`${where}: ${m.name} counts people, so source ${last.name} must name its people column`);
+    if (m.protected && (!m.people || m.unit !== 'count')) {
+      throw new ConfigError(
+        `${where}: ${m.name} is protected, so it must be a count of people (people: true, unit count)`,
+      );
+    }
+    if (m.protected && last.people === undefined) {
+      throw new ConfigError(`${where}: ${m.name} is protected, so source ${last.name} must name its people column`);
     }
   }
   for (const a of model.amounts ?? []) {
@@ -328,11 +332,7 @@ export function metricsTemplate(
   columns.is_total = plain('integer');
   columns.grand = plain('integer');
   columns.groups = plain('integer');
-  // A model that counts no one keeps no small-group rule: both columns are selected (as NULL and 0) and dropped.
-  const countsAnyone = model.smallGroups?.always === true || model.metrics.some((m) => m.people === true);
-  columns.people_in_row = { type: 'integer', source: 'computed', treatment: countsAnyone ? 'distinct_people' : 'drop' };
-  columns.hidden_cells = { type: 'integer', source: 'computed', treatment: countsAnyone ? 'hidden_groups' : 'drop' };
-  const peopleColumn = countsAnyone ? model.sources[model.sources.length - 1]!.people : undefined;
+  const protectedFigures = model.metrics.filter((m) => m.protected).map((m) => m.name);
 
   const present = (
     rows: ResultRow[],
@@ -507,15 +507,7 @@ export function metricsTemplate(
     personal,
     dimensions,
     dataScope: model.attributes.flatMap((a) => (a.scope ? [a.scope] : [])),
-    ...(peopleColumn
-      ? {
-          smallGroups: {
-            people: peopleColumn,
-            by: Object.values(model.sources[model.sources.length - 1]!.attributes) as [string, ...string[]],
-            appliesTo: (args: unknown) => countsPeople(model, (args as MetricsArgs).metrics),
-          },
-        }
-      : {}),
+    ...(protectedFigures.length > 0 ? { protectedFigures } : {}),
     checkedArguments: [...checkedArguments(model), ...(model.questions ?? []).map((q) => q.arguments)],
     query: (db, args, ctx) => metricsStatement(db, model, args, ctx),
     ...(model.sources.some((s) => s.rollup)

@@ -24,7 +24,7 @@ const ANSWER_FIELDS = [
   'Answers echo the range they cover; partial: true means it had not ended, and the figures stop at until: now, or where the data stop if earlier (a comparison is cut at the same local time).',
   'A row of a day, week or month the range covers only in part says partial, with the first_day and last_day it counts.',
   'change_note says why change_pct is null. data_as_of: every commit before it is counted. data_through: the newest data. data_stale: read from a replica further behind than allowed.',
-  'data_scope: your access covers only these values, so totals are partial. suppressed_groups: groups left out for standing for too few people; figures_cover says whether every figure then leaves them out.',
+  'data_scope: your access covers only these values, so totals are partial. A protected count of people (its metric says so) is 0 or at least the threshold and off by up to 2: never subtract one from another.',
 ].join(' ');
 
 /** What a server serving these packs says about itself: its subjects in the title, each pack's instructions. */

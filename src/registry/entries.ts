@@ -6,10 +6,8 @@ import type { ShapedTemplate } from './shaping/rows.js';
 
 /** A registered template, with what the registry derives from it once. */
 export interface Entry extends ShapedTemplate {
-  /** The template's output with data_as_of (and suppressed_groups) added. */
+  /** The template's output with data_as_of added. */
   readonly output: z.ZodType<Record<string, unknown>>;
-  /** True when a column counts distinct people: the result then says how many groups were left out. */
-  readonly suppresses: boolean;
   readonly knownArgs: readonly string[];
   /**
    * Compiled statements by their validated arguments: the same question compiles to the same SQL

@@ -19,7 +19,7 @@ import { listedInput } from './tools.js';
 import type { AnyTemplate, TemplateLimits } from './types.js';
 
 export interface RegistryOptions {
-  /** Per tool: the fewest distinct people a grouped row may stand for (DEFAULT_SMALL_GROUP_THRESHOLD). */
+  /** Per tool: the fewest people a released protected count other than 0 stands for (DEFAULT_SMALL_GROUP_THRESHOLD). */
   readonly smallGroupThresholds?: Readonly<Record<string, number>>;
   /** Per tool: limits the configuration file sets, below the template's and the server's own. */
   readonly limits?: Readonly<Record<string, TemplateLimits>>;

@@ -19,12 +19,6 @@ export const SHARED_ANSWER_FIELDS: ReadonlySet<string> = new Set([
   'data_scope',
 ]);
 
-/** Groups left out of the answer for standing for fewer people than the small-group threshold. */
-export const SUPPRESSED_GROUPS = z.number().int().nonnegative();
-
-/** visible_groups_only when groups were left out: then every figure and total leaves out what they hold. */
-export const FIGURES_COVER = z.enum(['all', 'visible_groups_only']);
-
 /**
  * Taken before the statement is sent: its snapshot is later, so the figures hold every commit made
  * before this instant.

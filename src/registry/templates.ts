@@ -4,15 +4,7 @@ import type { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import { checkContract, checkDeclaration, checkStatements } from './checks/index.js';
 import type { Entry } from './entries.js';
-import {
-  DATA_AS_OF,
-  DATA_SCOPE,
-  DATA_STALE,
-  DATA_THROUGH,
-  FIGURES_COVER,
-  scopable,
-  SUPPRESSED_GROUPS,
-} from './outputs.js';
+import { DATA_AS_OF, DATA_SCOPE, DATA_STALE, DATA_THROUGH, scopable } from './outputs.js';
 import { shapedColumns } from './shaping/rows.js';
 import { describe, jsonSchema, outline } from './tools.js';
 import { DEFAULT_SMALL_GROUP_THRESHOLD, TOOL_ANNOTATIONS, type AnyTemplate } from './types.js';
@@ -58,11 +50,8 @@ export function serveTemplates(
   return { byName, tools, answers, dimensions };
 }
 
-/** A checked template's entry: its output with what the registry adds, and its small-group threshold. */
+/** A checked template's entry: its output with what the registry adds, and its threshold of protected counts. */
 function templateEntry(template: AnyTemplate, inputSchema: Tool['inputSchema'], threshold: number): Entry {
-  const suppresses =
-    template.smallGroups !== undefined ||
-    Object.values(template.columns).some((c) => c.treatment === 'distinct_people');
   // checkContract has seen the output is an object.
   const output = (template.output as z.ZodObject).extend({
     data_as_of: DATA_AS_OF,
@@ -70,17 +59,16 @@ function templateEntry(template: AnyTemplate, inputSchema: Tool['inputSchema'], 
     data_stale: DATA_STALE,
     // Only a template that applies a data scope is ever served to a scoped caller.
     ...(scopable([template]) ? { data_scope: DATA_SCOPE } : {}),
-    ...(suppresses ? { suppressed_groups: SUPPRESSED_GROUPS } : {}),
-    ...(template.smallGroups ? { figures_cover: FIGURES_COVER } : {}),
   });
   if (!Number.isInteger(threshold) || threshold < 2) {
-    throw new ConfigError(`template ${template.name}: the small-group threshold must be a whole number of at least 2`);
+    throw new ConfigError(
+      `template ${template.name}: the threshold of protected counts must be a whole number of at least 2`,
+    );
   }
   return {
     template,
     output,
     threshold,
-    suppresses,
     knownArgs: Object.keys(inputSchema.properties ?? {}),
     columns: shapedColumns(template),
     statements: new Map(),

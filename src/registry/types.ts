@@ -9,7 +9,7 @@ import type { z } from 'zod';
 import type { Comparison } from '../lib/comparison.js';
 import type { DataScope } from '../lib/data-scope.js';
 import type { Mask, PersonalKind } from '../lib/masking.js';
-import type { SmallGroupContext, SmallGroupRule } from '../lib/small-groups.js';
+import type { CountProtection } from '../lib/protected-counts.js';
 
 /**
  * How a column's PostgreSQL text becomes JSON: `integer` a whole number, `number` any finite number (a
@@ -26,17 +26,9 @@ export type SourceColumn = string;
  * - `mask_email`, `mask_phone`, `initials`, `token`: the one mask of a personal column's kind (MASK_FOR);
  * - `drop`: selected for the query's own sake (an ORDER BY of a DISTINCT ON, say) and never returned,
  *   nor seen by present(); the one other treatment a personal column may have;
- * - `{ bucket: [b1, b2, …] }`: an amount returned as the range it falls in ("100 to under 500"), not itself;
- * - `distinct_people`: how many distinct people a grouped row stands for (a `count(distinct …)` of a
- *   personal id). A row for fewer people than the pack's threshold is left out and counted in the
- *   result's `suppressed_groups`, so that a breakdown cannot single anyone out; the count itself is
- *   never returned. NULL says the row is not about people (a branch that groups by day, say) and
- *   keeps it.
- * - `hidden_groups`: how many cells the template's `smallGroups` rule hid from every figure, selected
- *   with hiddenGroupCount() (src/lib/small-groups.ts); read into `suppressed_groups`, never returned.
+ * - `{ bucket: [b1, b2, …] }`: an amount returned as the range it falls in ("100 to under 500"), not itself.
  */
-export type Treatment =
-  'plain' | Mask | 'drop' | 'distinct_people' | 'hidden_groups' | { readonly bucket: readonly [number, ...number[]] };
+export type Treatment = 'plain' | Mask | 'drop' | { readonly bucket: readonly [number, ...number[]] };
 
 export interface ColumnSpec<Source extends string = SourceColumn> {
   readonly type: ColumnKind;
@@ -73,20 +65,25 @@ export interface DataScopeDimension<Name extends string = string> {
   readonly description: string;
 }
 
-/** The small-group threshold when a pack sets none: a breakdown row stands for at least 5 people. */
+/** The threshold of protected counts when a pack sets none: a released figure other than 0 stands for at least 5 people. */
 export const DEFAULT_SMALL_GROUP_THRESHOLD = 5;
 
+/** The seed of the person keys the start-up checks and tools without a server (doctor, tests) build with. */
+export const CHECK_SEED = 'querygate-check-seed';
+
 /**
- * The context a template's builder gets: `ctx`, and for a template that declares `smallGroups` its
- * rule at `threshold`. The registry builds every call's this way; so must anything else that builds a
- * template's statement (doctor's EXPLAIN, the contract suite).
+ * The context a template's builder gets: `ctx`, and for a template that releases protected counts
+ * (`protectedFigures`) the rule at `threshold` with the server's `seed`. The registry builds every
+ * call's this way; so must anything else that builds a template's statement (doctor's EXPLAIN, the
+ * contract suite).
  */
 export function builderContext(
   template: AnyTemplate,
   ctx: QueryContext,
   threshold: number = DEFAULT_SMALL_GROUP_THRESHOLD,
+  seed: string = CHECK_SEED,
 ): QueryContext {
-  return template.smallGroups ? { ...ctx, smallGroups: { ...template.smallGroups, threshold } } : ctx;
+  return (template.protectedFigures ?? []).length > 0 ? { ...ctx, protection: { threshold, seed } } : ctx;
 }
 
 /** What a template's builder must give back: a Kysely select the registry can cap and run. */
@@ -108,10 +105,10 @@ export interface QueryContext {
    */
   readonly dataScope?: DataScope;
   /**
-   * For a template that declares `smallGroups`: its rule and the threshold, for visibleGroupsOnly()
-   * and hiddenGroupCount() (src/lib/small-groups.ts), which bind the threshold as a parameter.
+   * For a template that releases protected counts (`protectedFigures`): the threshold and the seed of
+   * the person keys, for releasedCount() (src/lib/protected-counts.ts), which binds both as parameters.
    */
-  readonly smallGroups?: SmallGroupContext;
+  readonly protection?: CountProtection;
 }
 
 export interface Page {
@@ -176,12 +173,11 @@ export interface QueryTemplate<Args, Output extends Record<string, unknown>, DB 
    */
   readonly dataScope?: readonly string[];
   /**
-   * For figures that count people: who a person is and the attributes a caller can group or filter
-   * by. Every branch of the query must keep to visibleGroupsOnly() and select hiddenGroupCount() under
-   * a `hidden_groups` column, and must return at least one row (a grand-total grouping set), so that
-   * the answer can say how many cells it left out even when it left out all of them.
+   * The answer's figures that are counts of people the pack protects (a metric declared `protected`):
+   * the builder releases each with releasedCount() (src/lib/protected-counts.ts), never its true value.
+   * At start-up, a pack that also lists those people's records in another tool is warned about.
    */
-  readonly smallGroups?: SmallGroupRule;
+  readonly protectedFigures?: readonly string[];
   /** The query, without LIMIT: the registry adds it. Every value must be a bind parameter. */
   readonly query: (db: Kysely<DB>, args: Args, ctx: QueryContext) => RowQuery;
   /** Shapes converted, masked rows into the structured result. */

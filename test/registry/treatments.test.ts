@@ -1,7 +1,6 @@
 /**
  * The column treatments a template declares: `drop` keeps a column from leaving, `bucket` returns the
- * range an amount falls in, and `distinct_people` leaves out groups of fewer people than the threshold,
- * counting them in `suppressed_groups`. Figures come from SQL of the test's own through the admin
+ * range an amount falls in. Figures come from SQL of the test's own through the admin
  * connection; the templates are written here, as a pack author would write them.
  */
 import { sql } from 'kysely';
@@ -13,7 +12,6 @@ import { ordersInRange } from '../../pack/range-sql.js';
 import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../../src/lib/date-range.js';
 import { bucketOf, createRegistry, type AnyTemplate } from '../../src/registry/index.js';
 import { connectAdmin, startHarness, structured, textOf, type Harness } from '../support/harness.js';
-import { regionOrdersTemplate } from '../support/region-orders.js';
 
 const input = z.strictObject({ ...dateRangeFields }).superRefine(checkDateRange, DATE_RANGE_ALWAYS);
 const BOUNDS = [50, 100, 500] as const;
@@ -46,11 +44,6 @@ const bandedOrders = defineTemplate({
   present: (rows) => ({ rows: rows as { order_ref: string; amount_band: string }[] }),
 }) as AnyTemplate;
 
-/** Orders per customer region, each row with how many distinct customers it stands for. */
-const regionOrders = regionOrdersTemplate('query_region_orders', [
-  { start_date: '2025-06-01', end_date: '2025-06-30' },
-]);
-
 let admin: pg.Client;
 beforeAll(async () => {
   admin = await connectAdmin();
@@ -58,21 +51,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await admin.end();
 });
-
-/** The regions of orders placed on [start, end] (UTC days), each with its orders and distinct customers. */
-async function regionsBetween(
-  start: string,
-  end: string,
-): Promise<{ region: string; orders: number; customers: number }[]> {
-  const { rows } = await admin.query<{ region: string; orders: number; customers: number }>(
-    `select c.region, count(*)::int as orders, count(distinct o.customer_id)::int as customers
-       from sales.orders o join sales.customers c on c.id = o.customer_id
-      where o.ordered_at >= $1::date and o.ordered_at < $2::date + 1
-      group by c.region order by c.region`,
-    [start, end],
-  );
-  return rows;
-}
 
 describe('bucket', () => {
   it('names the range an amount falls in, bounds included below', () => {
@@ -108,47 +86,10 @@ describe('drop and bucket, end to end', () => {
   });
 });
 
-describe('distinct_people: small groups are left out and counted', () => {
-  // One day: each region holds a handful of customers at most, so some fall under a threshold of 3.
-  const DAY = { start_date: '2025-06-10', end_date: '2025-06-12' };
-
-  const call = async (
-    threshold: number,
-  ): Promise<{ rows: { region: string; orders: number }[]; suppressed_groups: number }> => {
-    const harness = await startHarness({
-      templates: [regionOrders],
-      registry: createRegistry([regionOrders], { smallGroupThresholds: { query_region_orders: threshold } }),
-    });
-    try {
-      return structured(await harness.call('query_region_orders', DAY));
-    } finally {
-      await harness.close();
-    }
-  };
-
-  it('keeps the groups of at least k people, leaves out the others, and never returns the count', async () => {
-    const groups = await regionsBetween(DAY.start_date, DAY.end_date);
-    const k = 3;
-    const kept = groups.filter((g) => g.customers >= k);
-    expect(kept.length).toBeGreaterThan(0);
-    expect(kept.length).toBeLessThan(groups.length); // both sides of the threshold occur in these days
-    const result = await call(k);
-    expect(result.rows).toEqual(kept.map(({ region, orders }) => ({ region, orders })));
-    expect(result.suppressed_groups).toBe(groups.length - kept.length);
-  });
-
-  it('with the default threshold of 5 and with 2, against the same groups', async () => {
-    const groups = await regionsBetween(DAY.start_date, DAY.end_date);
-    for (const k of [2, 5]) {
-      const result = await call(k);
-      expect(result.rows.map((r) => r.region)).toEqual(groups.filter((g) => g.customers >= k).map((g) => g.region));
-      expect(result.suppressed_groups).toBe(groups.filter((g) => g.customers < k).length);
-    }
-  });
-
+describe('the threshold of protected counts', () => {
   it('refuses a threshold under 2 at start-up', () => {
-    expect(() => createRegistry([regionOrders], { smallGroupThresholds: { query_region_orders: 1 } })).toThrow(
-      /small-group threshold must be a whole number of at least 2/,
+    expect(() => createRegistry([bandedOrders], { smallGroupThresholds: { query_banded_orders: 1 } })).toThrow(
+      /threshold of protected counts must be a whole number of at least 2/,
     );
   });
 });
@@ -189,20 +130,6 @@ describe('a template is refused at start-up, with a message naming the rule and 
     );
   });
 
-  it('when a count of distinct people declares the id it counts as its source', () => {
-    const misdeclared = {
-      ...regionOrders,
-      name: 'query_misdeclared',
-      columns: {
-        ...regionOrders.columns,
-        customers: { type: 'integer', source: 'reporting.orders.customer_id', treatment: 'distinct_people' },
-      },
-    } as AnyTemplate;
-    expect(() => createRegistry([misdeclared])).toThrow(
-      "template query_misdeclared: column customers counts distinct people: declare its source 'computed' (a count(distinct …) returns how many, never an id)",
-    );
-  });
-
   it('when a column declares no treatment', () => {
     const { treatment: _t, ...bare } = bandedOrders.columns.amount_band!;
     const untreated = {
@@ -228,7 +155,7 @@ describe('a template is refused at start-up, with a message naming the rule and 
 
 describe('the bound-value check is no obstacle to honest templates', () => {
   it('passes a template whose values are all parameters', async () => {
-    expect(() => createRegistry([bandedOrders, regionOrders])).not.toThrow();
+    expect(() => createRegistry([bandedOrders])).not.toThrow();
     const text = textOf(
       await (async () => {
         const harness = await startHarness({ templates: [bandedOrders] });

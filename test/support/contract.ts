@@ -455,7 +455,6 @@ interface RowsEnvelope {
   readonly rows: unknown[];
   readonly row_count: number;
   readonly truncated: boolean;
-  readonly suppressed_groups?: number;
 }
 
 /** True when a tool's whole answer schema is a capped list of rows (rowsEnvelope); its listing says only "object". */
@@ -484,7 +483,7 @@ export type CountRows = (
   where?: { readonly column: string; readonly below: number },
 ) => Promise<number>;
 
-/** The template's SQL with no cap, as the registry would run it in UTC (at a small-group threshold), for an independent count. */
+/** The template's SQL with no cap, as the registry would run it in UTC (at a threshold of protected counts), for an independent count. */
 export function uncappedStatement(
   template: AnyTemplate,
   args: Record<string, unknown>,
@@ -535,13 +534,11 @@ export async function rowCapViolations(
         'set row_count to rows.length in present()',
       );
     }
-    // Rows plus suppressed groups may be fewer than the query yields (present() may fold a total row out of
-    // `rows`), never more than it yields or the cap allows. The cells a smallGroups rule hides are left
-    // out by the query itself, so they are none of its rows.
-    const suppressed = template.smallGroups ? 0 : (out.suppressed_groups ?? 0);
-    if (out.rows.length + suppressed > Math.min(matched, cap)) {
+    // Rows may be fewer than the query yields (present() may fold a total row out of `rows`), never more
+    // than it yields or the cap allows.
+    if (out.rows.length > Math.min(matched, cap)) {
       flag(
-        `${call_} returned ${out.rows.length} rows (and suppressed ${suppressed} groups) where its query yields ${matched} and the cap is ${cap}`,
+        `${call_} returned ${out.rows.length} rows where its query yields ${matched} and the cap is ${cap}`,
         'return at most the rows the registry hands present(), and let rowLimit say how many the caller asked for',
       );
     }
@@ -626,111 +623,79 @@ export function planViolations(plan: PlanCost): Violation[] {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Small groups are suppressed.
+// Protected counts of people are released: never 1 to threshold − 1.
 
-/** The column that counts the distinct people behind a grouped row, if the template has one. */
-export function peopleColumn(template: AnyTemplate): string | undefined {
-  return Object.entries(template.columns).find(([, c]) => c.treatment === 'distinct_people')?.[0];
-}
-
-export function declaresPeopleCount(template: AnyTemplate): boolean {
-  return peopleColumn(template) !== undefined;
+/** Whether the template releases protected counts of people (a metric declared protected). */
+export function declaresProtectedCount(template: AnyTemplate): boolean {
+  return (template.protectedFigures ?? []).length > 0;
 }
 
 /** The thresholds the check serves a template at: the lowest the registry takes, the default, one above any group. */
 export const THRESHOLDS = [2, DEFAULT_SMALL_GROUP_THRESHOLD, 1_000_000] as const;
 
-/** A registry whose every tool leaves out groups of fewer than k people. */
+/** A registry whose every tool releases protected counts at threshold k. */
 export function registryWithThreshold(templates: readonly AnyTemplate[], k: number): Registry {
   return createRegistry(templates, { smallGroupThresholds: Object.fromEntries(templates.map((t) => [t.name, k])) });
 }
 
-interface GroupedResult {
-  readonly rows?: unknown[];
-  readonly truncated?: boolean;
-  readonly suppressed_groups?: number;
-  readonly figures_cover?: string;
+/** Every value under a protected figure's name, anywhere in an answer (rows, totals, a comparison). */
+function protectedValues(value: unknown, names: readonly string[], out: unknown[] = []): unknown[] {
+  if (Array.isArray(value)) for (const v of value) protectedValues(v, names, out);
+  else if (value !== null && typeof value === 'object') {
+    for (const [key, v] of Object.entries(value)) {
+      if (names.includes(key)) out.push(v);
+      else protectedValues(v, names, out);
+    }
+  }
+  return out;
 }
 
-/** The column a `smallGroups` template counts its hidden cells in. */
-const hiddenColumn = (template: AnyTemplate): string | undefined =>
-  Object.entries(template.columns).find(([, c]) => c.treatment === 'hidden_groups')?.[0];
-
 /**
- * For each example, at each threshold k: the groups the template's own SQL yields and how many of them
- * stand for fewer than k people are counted through the admin connection; the server must return the
- * others and count those in suppressed_groups. Above every group's count, every group is left out.
+ * For each example asking for a protected count, at each threshold k: every released figure of it is
+ * 0 or at least k (src/lib/protected-counts.ts), in rows, totals and comparisons alike. Whether a
+ * subtraction recovers one is attacked in test/registry/protected-counts.test.ts.
  */
-export async function smallGroupViolations(
+export async function protectedCountViolations(
   callAt: (k: number, args: Record<string, unknown>) => Promise<CallToolResult>,
-  countRows: CountRows,
   template: AnyTemplate,
 ): Promise<Violation[]> {
-  const rule = 'small groups';
+  const rule = 'protected counts';
   const found: Violation[] = [];
-  const flag = (message: string, fix: string): void => void found.push({ rule, template: template.name, message, fix });
-  const people = peopleColumn(template)!;
+  const names = template.protectedFigures ?? [];
   let seen = 0;
   for (const args of template.examples) {
-    const parsed = template.input.parse(args) as Record<string, unknown>;
-    // A call the rule does not hold for counts no one (query_metrics without a count of people).
-    if (template.smallGroups?.appliesTo?.(parsed) === false) continue;
-    // With compare_to, suppressed_groups adds the comparison range's cells, which the one statement
-    // counted here does not hold: the range alone is checked by the other examples.
-    if (parsed.compare_to !== undefined) continue;
-    const statement = uncappedStatement(template, parsed);
-    const groups = await countRows(statement);
-    if (groups === 0 || groups > Math.min(template.rowLimit?.(parsed) ?? MAX_ROWS, MAX_ROWS)) continue;
-    seen++;
-    const hidden = hiddenColumn(template);
     for (const k of THRESHOLDS) {
       const call_ = `${JSON.stringify(args)} at threshold ${k}`;
       const result = await callAt(k, args);
       if (result.isError) {
-        flag(`${call_} failed: ${textOf(result)}`, 'the example must succeed');
+        found.push({
+          rule,
+          template: template.name,
+          message: `${call_} failed: ${textOf(result)}`,
+          fix: 'the example must succeed',
+        });
         continue;
       }
-      const out = result.structuredContent as GroupedResult;
-      const rows = out.rows?.length ?? 0;
-      if (hidden) {
-        // Cells of too few people are left out of the statement itself: what it yields at k must
-        // stand for k people or more, and the answer must count the cells the statement says it hid.
-        const atK = uncappedStatement(template, parsed, k);
-        const yielded = await countRows(atK);
-        const small = await countRows(atK, { column: people, below: k });
-        const suppressed = out.suppressed_groups ?? -1;
-        const says =
-          (await countRows(atK, { column: hidden, below: suppressed + 1 })) === yielded &&
-          (await countRows(atK, { column: hidden, below: suppressed })) === 0;
-        const cover = suppressed > 0 ? 'visible_groups_only' : 'all';
-        if (small > 0 || rows > yielded || !says || out.figures_cover !== cover) {
-          flag(
-            `${call_} returned ${rows} rows, suppressed_groups ${String(out.suppressed_groups)} and figures_cover ${String(out.figures_cover)}; its query yields ${yielded} rows, ${small} of them for fewer than ${k} people`,
-            'build the query from visibleGroupsOnly(rows, ctx), select hiddenGroupCount(eb, rows, ctx) as the hidden_groups column, and return at least one row',
-          );
-        }
-        if (k === THRESHOLDS[THRESHOLDS.length - 1] && (rows > 0 || suppressed <= 0)) {
-          flag(
-            `${call_} returned ${rows} rows and suppressed_groups ${suppressed}, above every group's people`,
-            'leave every cell out above every group, and count them',
-          );
-        }
-        continue;
-      }
-      const small = await countRows(statement, { column: people, below: k });
-      if (out.suppressed_groups !== small || rows + small !== groups) {
-        flag(
-          `${call_} returned ${rows} rows and suppressed_groups ${String(out.suppressed_groups)}; its query yields ${groups} groups, ${small} of them for fewer than ${k} people`,
-          `leave out every group whose ${people} is below the threshold, count them in suppressed_groups, and return the others`,
-        );
+      const values = protectedValues(result.structuredContent, names);
+      seen += values.length;
+      const small = values.filter((v) => v !== null && (typeof v !== 'number' || (v > 0 && v < k)));
+      if (small.length > 0) {
+        found.push({
+          rule,
+          template: template.name,
+          message: `${call_} returned ${names.join(', ')} of ${small.map(String).join(', ')}, below the threshold`,
+          fix: 'release every protected count with releasedCount() (src/lib/protected-counts.ts)',
+        });
       }
     }
   }
   if (seen === 0) {
-    flag(
-      'no example yields groups (all of them within the row cap), so suppression was never seen',
-      'give the template an example over the test data that returns at least one group',
-    );
+    found.push({
+      rule,
+      template: template.name,
+      message: 'no example returns a protected count, so its release was never seen',
+      fix: 'give the template an example that asks for its protected count',
+    });
   }
   return found;
 }

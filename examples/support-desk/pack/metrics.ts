@@ -5,10 +5,11 @@
  * rollup. The tool is named for the desk so that it can be served beside the sales pack's
  * `query_metrics`.
  *
- * Every figure hides small groups (`smallGroups.always`), as the desk's hand-written tools do: the
- * tickets of a team × priority × status cell from fewer requesters than the threshold are left out of
- * every figure, whatever the call asks for, and so is a grouped row of fewer requesters. The cells take
- * status too, since the tool can filter by it (a filter outside the cells would split one).
+ * The desk protects its requesters: `requesters` is a protected count (src/lib/protected-counts.ts),
+ * released by the cell-key rule, never 1 to 4 and with a noise of at most ±2 that the same requesters
+ * always get, so that no subtraction of figures (a total minus its rows, a week minus its days, all
+ * minus a filtered call) recovers how many people a small team or day stands for. Tickets, hours and
+ * rates count no one and stay exact.
  */
 import { sql } from 'kysely';
 import type { MetricsModel } from '../../../src/metrics/declarations.js';
@@ -17,7 +18,6 @@ import { DATA_THROUGH } from './schema.js';
 
 export const supportMetrics: MetricsModel = {
   toolName: 'query_ticket_metrics',
-  smallGroups: { always: true },
   subject: 'the support desk (tickets by the time they were opened)',
   dataThrough: DATA_THROUGH,
   questions: [
@@ -52,7 +52,9 @@ export const supportMetrics: MetricsModel = {
       name: 'requesters',
       unit: 'count',
       people: true,
-      description: 'Distinct requesters who opened a ticket; groups of too few requesters are hidden.',
+      protected: true,
+      description:
+        'Distinct requesters who opened a ticket; protected: each figure is 0 or at least 5 and may differ from the true count by up to 2 (the same requesters always give the same figure), so never subtract one from another.',
     },
     {
       name: 'resolved_tickets',

@@ -15,21 +15,16 @@
  *          ... the same over "t"."resolved_at" - "t"."created_at" ... as "median_resolution_hours", "p90_resolution_hours"
  *   from "support_reporting"."tickets" as "t"
  *   inner join "support_reporting"."teams" as "tm" on "tm"."id" = "t"."team_id"
- *          , (select count(*) from (<hidden cells>) as "small_group") as "hidden_groups"
- *   where "t"."created_at" >= cast($5 as timestamptz) and "t"."created_at" < cast($6 as timestamptz)
+ * *   where "t"."created_at" >= cast($5 as timestamptz) and "t"."created_at" < cast($6 as timestamptz)
  *     [and "t"."priority" = $7]
- *     and not exists (select 1 from (<hidden cells>) as "small_group" where "small_group"."cell_0"
- *                     is not distinct from "t"."team_id" and "small_group"."cell_1" is not distinct from "t"."priority")
- *   group by grouping sets (("tm"."name"), ()) order by "tm"."name" nulls first limit $n
- * <hidden cells> are the team-and-priority cells of the same range and filter of fewer requesters than
- * the threshold, as in query_ticket_volume (see src/lib/small-groups.ts): their tickets are in no figure.
+ * *   group by grouping sets (("tm"."name"), ()) order by "tm"."name" nulls first limit $n
+ * Tickets and hours count no one: every figure is of every ticket of the range and filter.
  * percentile_cont interpolates between the two nearest tickets and skips those still waiting (null).
  */
 import { sql, type Expression, type RawBuilder } from 'kysely';
 import { z } from 'zod';
 import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../../../src/lib/date-range.js';
 import { count, echoRange, rangeEcho, rowsEnvelope } from '../../../src/lib/result-shape.js';
-import { hiddenGroupCount, visibleGroupsOnly } from '../../../src/lib/small-groups.js';
 import type { ResultRow } from '../../../src/registry/index.js';
 import { defineTemplate } from '../pack/kit.js';
 import { PRIORITIES, priority } from '../pack/priorities.js';
@@ -86,7 +81,6 @@ export const queryResolutionTimes = defineTemplate({
     'For the support tickets opened between start_date and end_date (both inclusive, at most 90 days), gives each team, and all teams together, the median and 90th percentile of the hours to a first response and to a resolution; optionally only one priority.',
     'Use it for service-level questions: "how fast did Billing answer in May?", "what is our p90 resolution time for urgent tickets this quarter?".',
     'Tickets still waiting for a response or a resolution are counted in ticket_count but left out of those times (responded_count and resolved_count say how many are in them). Hours are rounded to 2 decimals.',
-    'The tickets of a team and priority that come from fewer requesters than the small-group threshold (5 unless configured) are left out of every figure, all_teams included, as in query_ticket_volume; suppressed_groups counts them and figures_cover says visible_groups_only when there are any.',
   ].join(' '),
   input,
   examples: [
@@ -103,17 +97,11 @@ export const queryResolutionTimes = defineTemplate({
     resolved_count: { type: 'integer', source: 'computed', treatment: 'plain' },
     median_resolution_hours: { type: 'number', source: 'computed', treatment: 'plain' },
     p90_resolution_hours: { type: 'number', source: 'computed', treatment: 'plain' },
-    hidden_groups: { type: 'integer', source: 'computed', treatment: 'hidden_groups' },
   },
-  // The same cells as query_ticket_volume's: a team's tickets of one priority from fewer requesters
-  // than the threshold are in no team's figures and not in all_teams either.
-  smallGroups: { people: 't.requester_id', by: ['t.team_id', 't.priority'] },
   query: (db, args, ctx) => {
-    const rows = ticketsCreatedInRange(db, resolveRange(args), ctx.timeZone).$if(args.priority !== undefined, (qb) =>
-      qb.where('t.priority', '=', args.priority!),
-    );
     return (
-      visibleGroupsOnly(rows, ctx)
+      ticketsCreatedInRange(db, resolveRange(args), ctx.timeZone)
+        .$if(args.priority !== undefined, (qb) => qb.where('t.priority', '=', args.priority!))
         .innerJoin('support_reporting.teams as tm', 'tm.id', 't.team_id')
         .select((eb) => {
           const response = hoursBetween(eb.ref('t.created_at'), eb.ref('t.first_response_at'));
@@ -127,7 +115,6 @@ export const queryResolutionTimes = defineTemplate({
             eb.fn.count('t.resolved_at').as('resolved_count'),
             percentileHours(0.5, resolution).as('median_resolution_hours'),
             percentileHours(0.9, resolution).as('p90_resolution_hours'),
-            hiddenGroupCount(eb, rows, ctx).as('hidden_groups'),
           ];
         })
         .groupBy(sql`grouping sets ((${sql.ref('tm.name')}), ())`)

@@ -5,8 +5,8 @@
  * Example input: { "metrics": ["tickets", "resolution_rate"], "group_by": ["team"], "period": "last_30_days" }
  *
  * SQL: see src/metrics/statement.ts, over "support_reporting"."tickets" as "t" inner join
- * "support_reporting"."teams" as "tm" on "tm"."id" = "t"."team_id". An answer with `requesters` hides
- * the team-priority-status cells of fewer requesters than the small-group threshold from every figure.
+ * "support_reporting"."teams" as "tm" on "tm"."id" = "t"."team_id". `requesters` is a protected count,
+ * released by the cell-key rule (src/lib/protected-counts.ts); every other figure is exact.
  */
 import { metricsTemplate } from '../../../src/metrics/tool.js';
 import { supportMetrics } from '../pack/metrics.js';

@@ -32,11 +32,12 @@ export async function answer(
 ): Promise<{ data: Record<string, unknown>; rowCount: number }> {
   const { template } = entry;
   // The builder's context: the reporting zone, and the caller's scope for a scoped caller.
-  const rule = template.smallGroups;
+  // The seed of the person keys of protected counts: derived from the token key, so stable across restarts.
   const ctx = builderContext(
     template,
     { timeZone: deps.ctx.timeZone, ...(scope ? { dataScope: scope } : {}) },
     entry.threshold,
+    deps.tokenize('cell_key', 'seed'),
   );
   const cap = Math.min(template.rowLimit?.(asked) ?? MAX_ROWS, MAX_ROWS, limit?.maxRows ?? MAX_ROWS);
   // Taken before the statement is sent: its snapshot is later, so it holds every commit made before this instant.
@@ -53,9 +54,7 @@ export async function answer(
     typeof dataThrough === 'string' ? cutAtDataThrough(asked, Date.parse(dataThrough), deps.ctx.timeZone) : asked;
   const unequal = unequalComparison(args, deps.ctx.timeZone);
   if (unequal) throw new ArgumentError([{ field: 'compare_to', rule: unequal }]);
-  const run = async (
-    values: Record<string, unknown>,
-  ): Promise<{ output: Record<string, unknown>; suppressed: number; rows: number }> => {
+  const run = async (values: Record<string, unknown>): Promise<{ output: Record<string, unknown>; rows: number }> => {
     // Built outside the try: a template that breaks its contract is a programmer error, not the database's.
     const head = template.totalRows ?? 0;
     const statement = statementFor(entry, values, cap + head, deps.db, ctx);
@@ -69,12 +68,12 @@ export async function answer(
       if (result.freshness.asOf !== undefined && result.freshness.asOf < dataAsOf) dataAsOf = result.freshness.asOf;
       stale ||= result.freshness.stale;
     }
-    const { rows, suppressed } = shapeRows(entry, result, Math.min(result.rows.length, cap + head), deps.tokenize);
+    const rows = shapeRows(entry, result, Math.min(result.rows.length, cap + head), deps.tokenize);
     const output = template.present(rows, { truncated: result.rows.length > cap + head }, values, ctx);
-    return { output, suppressed, rows: rows.length };
+    return { output, rows: rows.length };
   };
   const current = await run(args);
-  let { output, suppressed } = current;
+  let { output } = current;
   const compareTo = args.compare_to as Comparison | undefined;
   if (compareTo !== undefined && template.compare) {
     const [start, end] = [args.start_date as string, args.end_date as string];
@@ -92,7 +91,6 @@ export async function answer(
       ...range,
       ...cutEcho({ until }, deps.ctx.timeZone),
     });
-    suppressed += prior.suppressed;
   }
   const checked = entry.output.safeParse({
     ...output,
@@ -100,8 +98,6 @@ export async function answer(
     ...(dataThrough === undefined ? {} : { data_through: dataThrough }),
     ...(stale ? { data_stale: true } : {}),
     ...(scope ? { data_scope: scope } : {}),
-    ...(entry.suppresses ? { suppressed_groups: suppressed } : {}),
-    ...(rule ? { figures_cover: suppressed > 0 ? 'visible_groups_only' : 'all' } : {}),
   });
   if (!checked.success) throw new ConfigError(`output does not match its schema: ${checked.error.message}`);
   return { data: checked.data, rowCount: current.rows };

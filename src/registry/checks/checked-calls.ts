@@ -5,7 +5,7 @@ import { checkedCombinations } from '../../lib/argument-combinations.js';
 import type { DataScope } from '../../lib/data-scope.js';
 import { resolvePeriods } from '../periods.js';
 import { builderContext, type AnyTemplate, type QueryContext } from '../types.js';
-import { CHECK_NOW, CHECK_SCOPE_VALUES, CHECK_THRESHOLD, CHECK_ZONES } from './constants.js';
+import { CHECK_NOW, CHECK_SCOPE_VALUES, CHECK_ZONES } from './constants.js';
 
 /** A call the start-up checks compile: validated arguments, and the context the builder gets. */
 export interface CheckedCall {
@@ -34,7 +34,7 @@ export function* checkedCalls(template: AnyTemplate): Generator<CheckedCall> {
       for (const dataScope of scopes) {
         yield {
           args,
-          ctx: builderContext(template, { timeZone, ...(dataScope ? { dataScope } : {}) }, CHECK_THRESHOLD),
+          ctx: builderContext(template, { timeZone, ...(dataScope ? { dataScope } : {}) }),
           branch: `(arguments ${JSON.stringify(parsed.data)}, time zone ${timeZone}${dataScope ? ', data scope of each dimension' : ''})`,
         };
       }

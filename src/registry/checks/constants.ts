@@ -9,11 +9,5 @@ export const CHECK_NOW = Date.parse('2025-06-15T12:00:00Z');
  */
 export const CHECK_ZONES = ['UTC', 'Asia/Kolkata'];
 
-/**
- * The threshold the start-up checks build a `smallGroups` template with: no argument is this number,
- * so seeing it bound twice (visibleGroupsOnly and hiddenGroupCount) shows the branch applies the rule.
- */
-export const CHECK_THRESHOLD = 987_654_321;
-
 /** Two values of each dimension no real scope holds: the check sees every one of them bound. */
 export const CHECK_SCOPE_VALUES = ['\u0000scope-check-1', '\u0000scope-check-2'];

@@ -11,13 +11,11 @@ import { assertScopeBound } from './data-scope.js';
 import { assertDimensions } from './dimensions.js';
 import { assertSelections } from './selections.js';
 import { assertShape } from './shape.js';
-import { assertSmallGroups, assertSmallGroupsKept } from './small-groups.js';
 import { assertTreatments } from './treatments.js';
 
 /** What the template declares of itself and its columns; gives the names of its pack's dimensions. */
 export function checkDeclaration(template: AnyTemplate): string[] {
   assertShape(template);
-  assertSmallGroups(template);
   assertTreatments(template);
   return assertDimensions(template);
 }
@@ -29,8 +27,7 @@ export function checkContract(template: AnyTemplate, inputSchema: Tool['inputSch
 
 /**
  * What its statements do, compiled for every call the checks make (checked-calls.ts): the columns
- * each selects, then, statement by statement, the data scope bound, the small-group rule kept and
- * every free value bound.
+ * each selects, then, statement by statement, the data scope bound and every free value bound.
  */
 export function checkStatements(template: AnyTemplate, inputSchema: Tool['inputSchema']): void {
   // The checks read the template alone (its input schema is derived from it), so one that passed
@@ -39,7 +36,6 @@ export function checkStatements(template: AnyTemplate, inputSchema: Tool['inputS
   assertSelections(template);
   for (const call of compiledCalls(template)) {
     assertScopeBound(template, call);
-    assertSmallGroupsKept(template, call);
     assertBoundValues(template, inputSchema, call);
   }
   passed.add(template);

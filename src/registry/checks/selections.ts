@@ -1,15 +1,4 @@
-import {
-  AggregateFunctionNode,
-  AliasNode,
-  ColumnNode,
-  IdentifierNode,
-  ReferenceNode,
-  SelectAllNode,
-  SelectionNode,
-  SelectQueryNode,
-  type OperationNode,
-  type OperationNodeSource,
-} from 'kysely';
+import type { OperationNodeSource } from 'kysely';
 import { createCompiler } from '../../db/connect.js';
 import { readSelections, UnreadableSelection, type Selection } from '../../db/selections.js';
 import { ConfigError } from '../../errors.js';
@@ -52,12 +41,12 @@ export function assertSelections(template: AnyTemplate): void {
     }
     for (const { alias, direct, sources } of selections) {
       const column = template.columns[alias]!;
-      if (column.treatment === 'hidden_groups') {
-        const node = (query as SelectQueryNode).selections?.find((s) => selectedName(s) === alias)?.selection;
-        if (!node || !isRowCount(node)) {
-          throw new ConfigError(
-            `${where}: column ${alias} is hidden_groups but is not a count(*) subquery; select hiddenGroupCount(eb, rows, ctx) under it ${branch}`,
-          );
+      // A protected count reads the person to key its cell (the sum of keyed hashes of its people,
+      // src/lib/protected-counts.ts) and returns a count: it must be a computed integer, and the
+      // registry holds every value it returns to 0 or at least the threshold (shaping/rows.ts).
+      if (template.protectedFigures?.includes(alias)) {
+        if (column.type !== 'integer' || column.source !== 'computed' || column.treatment !== 'plain') {
+          throw new ConfigError(`${where}: column ${alias} is a protected count: declare it a computed, plain integer`);
         }
         continue;
       }
@@ -80,36 +69,6 @@ export function assertSelections(template: AnyTemplate): void {
       }
     }
   }
-}
-
-/**
- * Whether a selected expression is a scalar subquery of count(*) and nothing else: a `hidden_groups`
- * column may read personal columns (the cells it counts are of people), because it returns a count of
- * rows and never one of their values.
- */
-function isRowCount(node: OperationNode): boolean {
-  const subquery = AliasNode.is(node) ? node.node : node;
-  if (!SelectQueryNode.is(subquery) || subquery.groupBy || subquery.setOperations) return false;
-  const [only, ...more] = subquery.selections ?? [];
-  if (!only || more.length > 0) return false;
-  const counted = AliasNode.is(only.selection) ? only.selection.node : only.selection;
-  return (
-    AggregateFunctionNode.is(counted) &&
-    counted.func === 'count' &&
-    !counted.distinct &&
-    !counted.over &&
-    (counted.aggregated ?? []).every(
-      (a) => SelectAllNode.is(a) || (SelectionNode.is(a) && SelectAllNode.is(a.selection)),
-    )
-  );
-}
-
-/** The name a selection gives its column, when it gives one. */
-function selectedName(selection: SelectionNode): string | undefined {
-  const node = selection.selection;
-  if (AliasNode.is(node) && IdentifierNode.is(node.alias)) return node.alias.name;
-  if (ReferenceNode.is(node) && ColumnNode.is(node.column)) return node.column.column.name;
-  return undefined;
 }
 
 /** The declared personal column a selected source is, if any ("table.column" matches it in any schema). */

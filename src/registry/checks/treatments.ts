@@ -7,7 +7,7 @@ const PERSONAL_LOOKING_NAME = /(^|_)(email|phone|name|first_name|last_name|id)$/
 
 /**
  * Every column declares the treatment its sources allow: a personal column its kind's one mask (or
- * drop), a column that is not personal no mask, a count of people a computed integer, a bucket a
+ * drop), a column that is not personal no mask, a bucket a
  * numeric column with ascending bounds.
  */
 export function assertTreatments(t: AnyTemplate): void {
@@ -17,7 +17,7 @@ export function assertTreatments(t: AnyTemplate): void {
     const column_ = `${where}: column ${alias}`;
     if (treatment === undefined) {
       throw new ConfigError(
-        `${column_} declares no treatment; give it one of plain, ${MASKS.join(', ')}, drop, distinct_people, hidden_groups or { bucket: [...] }`,
+        `${column_} declares no treatment; give it one of plain, ${MASKS.join(', ')}, drop or { bucket: [...] }`,
       );
     }
     const kinds = [...new Set(sourcesOf(column).flatMap((source) => personalAt(t.personal, source)?.kind ?? []))];
@@ -25,11 +25,6 @@ export function assertTreatments(t: AnyTemplate): void {
     if (masks.length > 1 && treatment !== 'drop') {
       // No one treatment makes such a value safe: select each personal column on its own.
       throw new ConfigError(`${column_} combines personal columns that need different masks (${masks.join(', ')})`);
-    }
-    if (masks.length === 1 && treatment === 'distinct_people') {
-      throw new ConfigError(
-        `${column_} counts distinct people: declare its source 'computed' (a count(distinct …) returns how many, never an id)`,
-      );
     }
     if (masks.length === 1) {
       if (treatment !== masks[0] && treatment !== 'drop') {
@@ -44,11 +39,6 @@ export function assertTreatments(t: AnyTemplate): void {
     }
     if (treatment === 'token' && column.type !== 'text') {
       throw new ConfigError(`${column_} is tokenized and must be of type text`);
-    }
-    if (treatment === 'distinct_people' && (column.type !== 'integer' || column.source !== 'computed')) {
-      throw new ConfigError(
-        `${column_} counts distinct people: it must be a computed integer, such as count(distinct <a personal id>)`,
-      );
     }
     if (typeof treatment === 'object') {
       const bounds = treatment.bucket;

@@ -1,7 +1,6 @@
 /**
  * Result shaping: a statement's rows as a template's present() gets them, each column converted to
- * its kind and given its treatment (masks, tokens, buckets), and the rows that stand for too few
- * people left out and counted.
+ * its kind and given its treatment (masks, tokens, buckets).
  */
 import type { RawResult } from '../../db/connect.js';
 import { ConfigError } from '../../errors.js';
@@ -13,7 +12,7 @@ import { bucketOf, convert } from './values.js';
 /** What shaping reads of a registered template, and the placements it keeps on it. */
 export interface ShapedTemplate {
   readonly template: AnyTemplate;
-  /** The fewest distinct people a grouped row may stand for. */
+  /** The fewest distinct people a released protected count other than 0 stands for (src/lib/protected-counts.ts). */
   readonly threshold: number;
   readonly columns: readonly ShapedColumn[];
   /** Where the declared columns sit in the results, by the results' column names (see placeColumns). */
@@ -46,11 +45,9 @@ export interface PlacedColumn extends ShapedColumn {
   readonly index: number;
 }
 
-/** Where the declared columns sit: those that are returned, the distinct-people count and the hidden cells, if any. */
+/** Where the declared columns sit: those that are returned. */
 export interface Placement {
   readonly returned: readonly PlacedColumn[];
-  readonly people: PlacedColumn | undefined;
-  readonly hidden: PlacedColumn | undefined;
 }
 
 /**
@@ -71,52 +68,32 @@ function placeColumns(entry: ShapedTemplate, names: readonly string[]): Placemen
     return { ...column, index };
   });
   const placement: Placement = {
-    returned: placed.filter(
-      (c) => c.treatment !== 'drop' && c.treatment !== 'distinct_people' && c.treatment !== 'hidden_groups',
-    ),
-    people: placed.find((c) => c.treatment === 'distinct_people'),
-    hidden: placed.find((c) => c.treatment === 'hidden_groups'),
+    returned: placed.filter((c) => c.treatment !== 'drop'),
   };
   entry.placements.set(key, placement);
   return placement;
 }
 
-/** The rows a template's present() gets, and how many groups were left out as too small. */
-interface ShapedRows {
-  readonly rows: ResultRow[];
-  readonly suppressed: number;
-}
-
 /**
  * Converts each returned column to its JSON type and applies its treatment; leaves out dropped columns,
- * and rows that stand for fewer distinct people than the threshold. The cells a `smallGroups` rule hid
- * are counted as every row gives them (the same count on each), which is why such a template must
- * return at least one row.
+ * and refuses a protected count that was not released (a value of 1 to threshold − 1).
  */
-export function shapeRows(entry: ShapedTemplate, result: RawResult, count: number, tokenize: Tokenizer): ShapedRows {
-  const { returned, people, hidden } = placeColumns(entry, result.columns);
+export function shapeRows(entry: ShapedTemplate, result: RawResult, count: number, tokenize: Tokenizer): ResultRow[] {
+  const { returned } = placeColumns(entry, result.columns);
+  const guarded = entry.template.protectedFigures ?? [];
   const rows: ResultRow[] = [];
-  let suppressed = 0;
-  if (hidden) {
-    const counted = result.rows[0]?.[hidden.index];
-    const cells = typeof counted === 'string' ? Number(counted) : NaN;
-    if (!Number.isInteger(cells) || cells < 0) {
-      throw new ConfigError(
-        `template ${entry.template.name} declares smallGroups but returned no count of hidden cells; return at least one row (a grand-total grouping set)`,
-      );
-    }
-    suppressed += cells;
-  }
   for (let r = 0; r < count; r++) {
     const raw = result.rows[r]!;
-    const standsFor = people ? raw[people.index] : null;
-    if (standsFor !== null && standsFor !== undefined && Number(standsFor) < entry.threshold) {
-      suppressed++;
-      continue;
-    }
     const out: ResultRow = {};
     for (const column of returned) {
       const text = raw[column.index];
+      // A protected count is 0 or at least the threshold (src/lib/protected-counts.ts), or not returned.
+      if (guarded.includes(column.alias) && text !== null && text !== undefined) {
+        const released = Number(text);
+        if (!Number.isInteger(released) || (released !== 0 && released < entry.threshold)) {
+          throw new ConfigError(`template ${entry.template.name}: protected count ${column.alias} was not released`);
+        }
+      }
       out[column.alias] =
         text === null || text === undefined
           ? null
@@ -126,7 +103,7 @@ export function shapeRows(entry: ShapedTemplate, result: RawResult, count: numbe
     }
     rows.push(out);
   }
-  return { rows, suppressed };
+  return rows;
 }
 
 function treat(column: ShapedColumn, value: string, tokenize: Tokenizer): CellValue {
