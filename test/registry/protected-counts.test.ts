@@ -9,9 +9,12 @@
  *       (from a by-team call) minus its other priorities (from a team × priority call);
  *   (c) across filters: every priority minus a call filtered to all priorities but one, team by team.
  * The noise is fixed for the test's token key, so the assertion is on the share: across an attack's
- * attempts, the subtraction lands on the true figure for at most a third of them (with exact figures,
- * or with the suppression this rule replaced, it lands on nearly all), and a hit is not known to be one:
- * every released figure is off by up to 2, and the small ones are 0 or 5.
+ * attempts, the subtraction lands on the true figure for at most a third of them (with exact figures it
+ * lands on all), and a hit is not known to be one: every released figure is off by up to 2, and the
+ * small ones are 0 or 5. On the seeded desk, the suppression this rule replaced also hid the cells
+ * these attacks aim at, so the last three attacks run on a quiet day built for them (the issue's: a
+ * team's day of 3 requesters, in weeks where every cell is large), where suppression gave the 3 away in
+ * 12 of 12 weeks by each route and this rule does not.
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -112,8 +115,7 @@ const small = (attempts: Attempt[]): Attempt[] => attempts.filter((a) => a.targe
 function expectHeld(attempts: Attempt[]): void {
   const aimed = small(attempts);
   const hits = aimed.filter((a) => a.recovered === a.target);
-  console.error('HITS', hits.length, aimed.length, attempts.length);
-  expect(aimed.length).toBeGreaterThanOrEqual(10);
+  expect(aimed.length).toBeGreaterThanOrEqual(Math.min(10, attempts.length));
   expect(
     hits.length,
     `${hits.length} of ${aimed.length} recovered: ${JSON.stringify(hits.slice(0, 5))}`,
@@ -280,6 +282,101 @@ describe(`${TOOL}: the protected requesters count against subtraction`, () => {
       }
     }
     expectHeld(attempts);
+  });
+
+  describe("the issue's attack, on a quiet day built for it", () => {
+    // Built so that suppression (the rule this one replaced) gives the quiet day away by every route: in
+    // each of twelve weeks of 2019 (before the seeded tickets, so no other suite's range sees them), the
+    // first team has five new requesters of each priority on Monday and three more, of normal priority,
+    // on Wednesday, each with one ticket. Every team × priority cell holds at least five people, so
+    // suppression hid no cell, only Wednesday's row, and each subtraction below gave its 3 exactly.
+    let team: string;
+    let ids: number[] = [];
+    const weeks = Array.from({ length: 12 }, (_, w) => {
+      const monday = new Date(Date.UTC(2019, 0, 7 + 7 * w));
+      const day = (n: number): string => new Date(monday.getTime() + n * 86_400_000).toISOString().slice(0, 10);
+      return { range: { start_date: day(0), end_date: day(6) }, monday: day(0), wednesday: day(2) };
+    });
+    const QUARTER = { start_date: weeks[0]!.range.start_date, end_date: weeks[11]!.range.end_date };
+    const quiet = (week: (typeof weeks)[number], recovered: number): Attempt => ({
+      what: `${team} ${week.wednesday}`,
+      recovered,
+      target: 3,
+    });
+
+    beforeAll(async () => {
+      team = teams[0]!;
+      const { rows } = await admin.query<{ id: string }>(
+        `insert into support.requesters (name, email, phone)
+         select 'Quiet ' || g, 'quiet' || g || '@example.com', '+1 555 01' || lpad(g::text, 2, '0')
+         from generate_series(1, 12 * 23) as g returning id`,
+      );
+      ids = rows.map((r) => Number(r.id)).sort((x, y) => x - y);
+      for (const [w, week] of weeks.entries()) {
+        for (const [i, requester] of ids.slice(w * 23, w * 23 + 23).entries()) {
+          const onWednesday = i >= 20;
+          await admin.query(
+            `insert into support.tickets (requester_id, team_id, priority, status, created_at)
+             select $1, id, $2, 'open', $3 from support.teams where name = $4`,
+            [
+              requester,
+              onWednesday ? 'normal' : PRIORITIES[i % 4],
+              `${onWednesday ? week.wednesday : week.monday}T10:00:00Z`,
+              team,
+            ],
+          );
+        }
+      }
+    });
+    afterAll(async () => {
+      await admin.query('delete from support.tickets where requester_id = any($1::bigint[])', [ids]);
+      await admin.query('delete from support.requesters where id = any($1::bigint[])', [ids]);
+    });
+
+    it('(a) within one answer: the week total minus its busy day', async () => {
+      const attempts: Attempt[] = [];
+      for (const week of weeks) {
+        const out = await ask({ ...week.range, group_by: ['day'], filters: { team: [team] } });
+        expectReleased(out);
+        const rows = released(out.rows ?? [], ['day']);
+        attempts.push(quiet(week, Number(out.totals[0]?.requesters ?? 0) - (rows.get(week.monday) ?? 0)));
+      }
+      expectHeld(attempts);
+    });
+
+    it('(b) across groupings and time buckets: the week of a by-week call minus the busy day of a by-day call', async () => {
+      const byWeek = released((await ask({ ...QUARTER, group_by: ['week'], filters: { team: [team] } })).rows ?? [], [
+        'week',
+      ]);
+      const attempts: Attempt[] = [];
+      for (const week of weeks) {
+        const byDay = released(
+          (await ask({ ...week.range, group_by: ['day', 'priority'], filters: { team: [team] } })).rows ?? [],
+          ['day', 'priority'],
+        );
+        const monday = sumOf(byDay, (k) => k.startsWith(`${week.monday}|`));
+        attempts.push(quiet(week, (byWeek.get(week.monday) ?? 0) - monday));
+      }
+      expectHeld(attempts);
+    });
+
+    it('(c) across filters: every priority, minus the other priorities, minus normal on the busy day', async () => {
+      const attempts: Attempt[] = [];
+      for (const week of weeks) {
+        const all = await ask({ ...week.range, filters: { team: [team] } });
+        const others = await ask({ ...week.range, filters: { team: [team], priority: ['low', 'high', 'urgent'] } });
+        const normal = released(
+          (await ask({ ...week.range, group_by: ['day'], filters: { team: [team], priority: ['normal'] } })).rows ?? [],
+          ['day'],
+        );
+        const recovered =
+          Number(all.totals[0]?.requesters ?? 0) -
+          Number(others.totals[0]?.requesters ?? 0) -
+          (normal.get(week.monday) ?? 0);
+        attempts.push(quiet(week, recovered));
+      }
+      expectHeld(attempts);
+    });
   });
 
   it('leaves the tickets beside a protected count exact', async () => {
