@@ -16,6 +16,7 @@ import { categoryDays } from './0013-category-days.js';
 import { regionHours } from './0014-region-hours.js';
 import { regionRollups } from './0015-region-rollups.js';
 import { rollupGrants } from './0016-rollup-grants.js';
+import { customerHistory } from './0017-customer-history.js';
 
 export function migrations(options: { readerRole: string }): Record<string, Migration> {
   return {
@@ -35,5 +36,6 @@ export function migrations(options: { readerRole: string }): Record<string, Migr
     '0014-region-hours': regionHours(options.readerRole),
     '0015-region-rollups': regionRollups(options.readerRole),
     '0016-rollup-grants': rollupGrants(options.readerRole),
+    '0017-customer-history': customerHistory,
   };
 }

@@ -275,7 +275,7 @@ function derivedKey(model: MetricsModel, source: MetricSource, name: string): Ra
     case 'entity_type':
       return sql`case when ${sql.ref(`${lateral}.n`)} > 1 then 'repeat' else 'one_time' end`;
     case 'entity_since':
-      return sql`${sql.ref(`${lateral}.since`)}`;
+      return sql`${sql.ref(`${lateral}_first.since`)}`;
   }
 }
 
@@ -374,15 +374,21 @@ function rowsOf(
     // The entity's history: its rows in the range and its first row ever, by an index on its id.
     const start = startOfDay(range.startDate, ctx.timeZone);
     const end = endOfRange(range, ctx.timeZone);
-    const time = sql.ref(`qg_h.${e.history.time}`);
-    const history = (db as Kysely<any>) // eslint-disable-line @typescript-eslint/no-explicit-any
-      .selectFrom(`${e.history.from} as qg_h`)
-      .select([
-        sql<number>`count(*) filter (where ${time} >= ${start} and ${time} < ${end})`.as('n'),
-        sql<string>`case when min(${time}) >= ${start} then 'new' else 'returning' end`.as('since'),
-      ])
-      .where(sql.ref(`qg_h.${e.history.id}`), '=', sql.ref(source.entities![e.name]!));
-    rows = rows.crossJoinLateral(history.as(`qg_${e.name}`));
+    // Two probes, each answered by an index on (id, time) where the pack has one: its rows in the range,
+    // and its first row ever.
+    const history = (alias: string): SourceRows =>
+      (db as Kysely<any>) // eslint-disable-line @typescript-eslint/no-explicit-any
+        .selectFrom(`${e.history.from} as ${alias}`)
+        .where(sql.ref(`${alias}.${e.history.id}`), '=', sql.ref(source.entities![e.name]!));
+    const time = (alias: string): RawBuilder<unknown> => sql`${sql.ref(`${alias}.${e.history.time}`)}`;
+    const inRange = history('qg_h')
+      .select(sql<number>`count(*)`.as('n'))
+      .where(time('qg_h'), '>=', start)
+      .where(time('qg_h'), '<', end);
+    const first = history('qg_f').select(
+      sql<string>`case when min(${time('qg_f')}) >= ${start} then 'new' else 'returning' end`.as('since'),
+    );
+    rows = rows.crossJoinLateral(inRange.as(`qg_${e.name}`)).crossJoinLateral(first.as(`qg_${e.name}_first`));
   }
   for (const [name, values] of Object.entries(args.filters ?? {})) {
     if (values === undefined) continue;
