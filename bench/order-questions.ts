@@ -103,16 +103,17 @@ const customerSince = (s: Setting, [start, end]: Days): string =>
   `case when f.first_at >= ${local(s, start)} and f.first_at < ${local(s, shiftDays(end, 1))} then 'new' else 'returning' end`;
 
 /**
- * A running period and the one it is compared with: cut at the earlier of the clock and the newest
- * order (the feed's high-water mark), the prior side at the same local time `shift` earlier.
+ * A running period and the one it is compared with: cut at the earlier of the clock's minute and the
+ * end of the minute that holds the newest order (the feed's high-water mark, data_through), the prior
+ * side at the same local time `shift` earlier (docs/tools.md).
  */
 function running(s: Setting, start: string, shift: string, groupBy?: string): string {
   const zone = literal(s.timeZone);
   const now = `timestamptz '${new Date(s.now).toISOString()}'`;
-  const cut = `least(${now}, (select max(ordered_at) from sales.orders))`;
+  const cut = `least(date_trunc('minute', ${now}), date_trunc('minute', (select max(ordered_at) from sales.orders)) + interval '1 minute')`;
   const side = (name: string, from: string, to: string): string =>
     `select '${name}' as side${groupBy ? `, ${groupBy}` : ''}, o.currency, count(*)::int as orders, ${revenue} ${FROM} ` +
-    `where o.ordered_at >= ${from} and o.ordered_at <= ${to}${s.scope ? ` and c.region in (${s.scope.map(literal).join(', ')})` : ''} ` +
+    `where o.ordered_at >= ${from} and o.ordered_at < ${to}${s.scope ? ` and c.region in (${s.scope.map(literal).join(', ')})` : ''} ` +
     `group by ${groupBy ? `${groupBy}, ` : ''}o.currency`;
   return (
     `with cut as (select ${cut} as t) ${side('current', local(s, start), '(select t from cut)')} union all ` +

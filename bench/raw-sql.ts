@@ -136,8 +136,17 @@ export function connectQuerygate(
   });
 }
 
-/** Fields of querygate's row lists that carry a masked or pseudonymous customer value. */
-export const MASKED_KEYS = new Set(['customer_ref', 'customer_initials', 'customer_email', 'customer_phone_last4']);
+/**
+ * Fields of querygate's answers that carry a masked or pseudonymous customer value: those of its row
+ * lists, and the customer dimension of query_metrics (the same token as customer_ref).
+ */
+export const MASKED_KEYS = new Set([
+  'customer_ref',
+  'customer_initials',
+  'customer_email',
+  'customer_phone_last4',
+  'customer',
+]);
 
 /**
  * Counts what a reply exposes: raw personal values (a leaf equal to a customer's real name, email or
