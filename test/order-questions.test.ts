@@ -96,6 +96,18 @@ describe('the order and customer questions, against independent SQL', () => {
     expect(rows.map((r) => r.currency)).toEqual(['EUR', 'USD']);
   });
 
+  it('have a truth that runs in every setting and holds a figure other than 0', async () => {
+    const empty: string[] = [];
+    for (const question of ORDER_QUESTIONS) {
+      for (const base of settings) {
+        const s: Setting = { ...base, now: question.clock === 'live' ? LIVE : STALE };
+        const truth = await truthRows(scratch.admin, question, s);
+        if (differences(question, truth, truth).length > 0) empty.push(`${question.text} (${keyOf(base, s.now)})`);
+      }
+    }
+    expect(empty).toEqual([]);
+  });
+
   for (const question of ORDER_QUESTIONS) {
     const waits = question.needs.filter((f) => WAITING.has(f));
     const title = `${question.text}${waits.length > 0 ? ` (waits for: ${waits.join(', ')})` : ''}`;
