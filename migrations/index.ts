@@ -15,6 +15,7 @@ import { storedMasks } from './0012-stored-masks.js';
 import { categoryDays } from './0013-category-days.js';
 import { regionHours } from './0014-region-hours.js';
 import { regionRollups } from './0015-region-rollups.js';
+import { rollupGrants } from './0016-rollup-grants.js';
 
 export function migrations(options: { readerRole: string }): Record<string, Migration> {
   return {
@@ -33,5 +34,6 @@ export function migrations(options: { readerRole: string }): Record<string, Migr
     '0013-category-days': categoryDays(options.readerRole),
     '0014-region-hours': regionHours(options.readerRole),
     '0015-region-rollups': regionRollups(options.readerRole),
+    '0016-rollup-grants': rollupGrants(options.readerRole),
   };
 }

@@ -57,6 +57,7 @@ export const METRICS: readonly (MetricDefinition & { name: MetricName | 'data_as
     unit: 'an instant, ISO 8601 in UTC',
     definition: [
       'Every result says how fresh it is in `data_as_of`: every order committed before that instant is in its figures.',
+      'Each also says `data_through`, the time of the newest order: a range still running is cut there when the orders stop before now, on both sides of a comparison.',
       'The rollups behind counts, sales by period, region and category, and top products are kept by triggers in the same transaction as each change to the orders, so they are never older than `data_as_of`: there is no refresh to wait for.',
       'On a read replica, subtract the replica’s replication lag.',
     ].join(' '),
@@ -156,13 +157,12 @@ export const VIEWS: ViewsDocumentation<ReportingDatabase> = {
   },
   'reporting.region_product_days': {
     description:
-      'Order lines, units and revenue per customer region, UTC day, product, order status and currency: a rollup declared in pack/rollups.ts and kept exact by the triggers the engine makes (a customer who moves takes their items along); what a caller scoped to regions reads its top products from.',
+      'Units and revenue per customer region, UTC day, product, order status and currency: a rollup declared in pack/rollups.ts and kept exact by the triggers the engine makes (a customer who moves takes their items along); what a caller scoped to regions reads its top products from.',
     columns: {
       region: 'the customer’s sales region',
       day: 'the UTC day, as the timestamp it starts at',
       status: 'the status of the orders the items belong to',
       currency: 'the currency of the amounts',
-      lines: 'the order items counted',
       units: 'the sum of their quantities',
       revenue: 'the sum of quantity × unit price',
     },

@@ -20,7 +20,7 @@ export const salesPack = definePack({
   name: 'sales',
   subject: 'sales',
   instructions: [
-    'The sales tools take start_date and end_date (YYYY-MM-DD, inclusive, at most 90 days counted inclusively; split longer periods into several calls), or a period such as last_week or month_to_date, which the server resolves in the reporting time zone.',
+    'The sales tools take start_date and end_date (YYYY-MM-DD, inclusive), or a period such as last_week or month_to_date, which the server resolves in the reporting time zone.',
     'Revenue figures are net: cancelled and refunded orders are left out. Money is never added across currencies. Customer data comes back desensitized.',
     'The rollups behind some figures are kept by the database in the same transactions as the orders, so they are never older than data_as_of.',
   ].join(' '),

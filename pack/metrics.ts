@@ -8,12 +8,18 @@
  * whichever source serves it.
  */
 import type { MetricsModel, RowCondition } from '../src/metrics/declarations.js';
+import { DATA_THROUGH } from './schema.js';
 import { ORDER_STATUSES, NON_REVENUE_STATUSES } from './statuses.js';
 
 const net =
   (status: string): RowCondition =>
   (eb) =>
     eb(eb.ref(status), 'not in', NON_REVENUE_STATUSES);
+/** The percentiles of an order's amount the pack measures: name, fraction, and what it is. */
+const PERCENTILES = [
+  ['median_order_value', 0.5, 'median'],
+  ['p90_order_value', 0.9, '90th-percentile'],
+] as const;
 const refunded =
   (status: string): RowCondition =>
   (eb) =>
@@ -21,6 +27,7 @@ const refunded =
 
 export const salesMetrics: MetricsModel = {
   subject: 'sales',
+  dataThrough: DATA_THROUGH,
   questions: [
     {
       question: 'When do we get the most orders?',
@@ -71,6 +78,36 @@ export const salesMetrics: MetricsModel = {
       arguments: { metrics: ['revenue'], group_by: ['day'], period: 'last_week' },
     },
     {
+      question: 'Median and 90th-percentile order value last month',
+      arguments: { metrics: ['median_order_value', 'p90_order_value'], period: 'last_month' },
+    },
+    {
+      question: 'Orders of 250 or more last week',
+      arguments: { metrics: ['orders', 'gross_amount'], min_order_value: 250, period: 'last_week' },
+    },
+    {
+      question: 'Top 10 customers by revenue last month',
+      arguments: {
+        metrics: ['revenue', 'net_orders'],
+        group_by: ['customer'],
+        order_by: 'revenue',
+        limit: 10,
+        period: 'last_month',
+      },
+    },
+    {
+      question: 'New and returning customers last week',
+      arguments: { metrics: ['customers', 'revenue'], group_by: ['customer_since'], period: 'last_week' },
+    },
+    {
+      question: 'Value of refunded orders last month',
+      arguments: { metrics: ['gross_amount', 'orders'], filters: { status: ['refunded'] }, period: 'last_month' },
+    },
+    {
+      question: 'Revenue by region this month against last month, row by row',
+      arguments: { metrics: ['revenue'], group_by: ['region'], period: 'this_month', compare_to: 'previous_period' },
+    },
+    {
       question: 'Orders by region and status last week',
       arguments: { metrics: ['orders'], group_by: ['region', 'status'], period: 'last_week' },
     },
@@ -86,10 +123,26 @@ export const salesMetrics: MetricsModel = {
     },
     { name: 'avg_order_value', unit: 'money', ratio: ['revenue', 'net_orders'], description: 'revenue / net_orders.' },
     {
+      name: 'gross_amount',
+      unit: 'money',
+      description:
+        'The amounts of orders in every status, cancelled and refunded included; by status, the value of refunded orders.',
+    },
+    ...PERCENTILES.map(([name, , what]) => ({
+      name,
+      unit: 'money' as const,
+      description: `The ${what} amount of orders not cancelled nor refunded (interpolated), per currency; not by category or product.`,
+    })),
+    {
       name: 'customers',
       unit: 'count',
-      people: true,
-      description: 'Distinct customers who placed an order, every status; groups of too few customers are hidden.',
+      description: 'Distinct customers who placed an order, every status: exact.',
+    },
+    {
+      name: 'orders_per_customer',
+      unit: 'ratio',
+      ratio: ['orders', 'customers'],
+      description: 'orders / customers.',
     },
     { name: 'refunded_orders', unit: 'count', description: 'Orders refunded.' },
     {
@@ -106,9 +159,26 @@ export const salesMetrics: MetricsModel = {
     {
       name: 'product',
       labelled: 'reporting.products.name',
+      // More products sell in 90 days than one answer holds: completions read them category by category.
+      completedWithin: 'category',
       description: "The product's SKU, with its name beside it.",
     },
     { name: 'status', values: ORDER_STATUSES, description: 'The order status.' },
+  ],
+  amounts: [
+    {
+      name: 'order_value',
+      description: "An order's amount, every status, in its own currency.",
+      bands: [25, 50, 100, 250, 500],
+    },
+  ],
+  entities: [
+    {
+      name: 'customer',
+      description: 'The customer who placed the order, as an opaque token (the customer_ref of query_recent_orders).',
+      id: 'reporting.orders.customer_id',
+      history: { from: 'reporting.orders', id: 'customer_id', time: 'ordered_at', counts: 'orders' },
+    },
   ],
   sources: [
     {
@@ -125,6 +195,7 @@ export const salesMetrics: MetricsModel = {
         net_orders: { aggregate: 'sum', of: 'h.order_count', rows: net('h.status') },
         revenue: { aggregate: 'sum', of: 'h.total_amount', rows: net('h.status') },
         refunded_orders: { aggregate: 'sum', of: 'h.order_count', rows: refunded('h.status') },
+        gross_amount: { aggregate: 'sum', of: 'h.total_amount' },
       },
     },
     {
@@ -142,6 +213,7 @@ export const salesMetrics: MetricsModel = {
         net_orders: { aggregate: 'sum', of: 'rh.order_count', rows: net('rh.status') },
         revenue: { aggregate: 'sum', of: 'rh.total_amount', rows: net('rh.status') },
         refunded_orders: { aggregate: 'sum', of: 'rh.order_count', rows: refunded('rh.status') },
+        gross_amount: { aggregate: 'sum', of: 'rh.total_amount' },
       },
     },
     // Revenue and units by product, category and status, per UTC day: for calls whose days are UTC days
@@ -160,6 +232,7 @@ export const salesMetrics: MetricsModel = {
       labels: { product: 'pp.name' },
       measures: {
         revenue: { aggregate: 'sum', of: 'pd.revenue', rows: net('pd.status') },
+        gross_amount: { aggregate: 'sum', of: 'pd.revenue' },
         units: { aggregate: 'sum', of: 'pd.units', rows: net('pd.status') },
       },
     },
@@ -179,6 +252,7 @@ export const salesMetrics: MetricsModel = {
       labels: { product: 'rpp.name' },
       measures: {
         revenue: { aggregate: 'sum', of: 'rp.revenue', rows: net('rp.status') },
+        gross_amount: { aggregate: 'sum', of: 'rp.revenue' },
         units: { aggregate: 'sum', of: 'rp.units', rows: net('rp.status') },
       },
     },
@@ -191,12 +265,22 @@ export const salesMetrics: MetricsModel = {
       currency: 'o.currency',
       attributes: { region: 'c.region', status: 'o.status' },
       people: 'o.customer_id',
+      amounts: { order_value: 'o.total_amount' },
+      entities: { customer: 'o.customer_id' },
       measures: {
         orders: { aggregate: 'count' },
         net_orders: { aggregate: 'count', rows: net('o.status') },
         revenue: { aggregate: 'sum', of: 'o.total_amount', rows: net('o.status') },
+        gross_amount: { aggregate: 'sum', of: 'o.total_amount' },
         refunded_orders: { aggregate: 'count', rows: refunded('o.status') },
         customers: { aggregate: 'count_distinct', of: 'o.customer_id' },
+        // One row per order: its amount's percentiles.
+        ...Object.fromEntries(
+          PERCENTILES.map(([name, fraction]) => [
+            name,
+            { aggregate: 'percentile' as const, of: 'o.total_amount', fraction, rows: net('o.status') },
+          ]),
+        ),
       },
     },
     {
@@ -213,6 +297,8 @@ export const salesMetrics: MetricsModel = {
       attributes: { region: 'c.region', status: 'o.status', category: 'p.category', product: 'p.sku' },
       labels: { product: 'p.name' },
       people: 'o.customer_id',
+      amounts: { order_value: 'o.total_amount' },
+      entities: { customer: 'o.customer_id' },
       measures: {
         orders: { aggregate: 'count_distinct', of: 'o.id' },
         net_orders: { aggregate: 'count_distinct', of: 'o.id', rows: net('o.status') },
@@ -222,6 +308,10 @@ export const salesMetrics: MetricsModel = {
           rows: net('o.status'),
         },
         refunded_orders: { aggregate: 'count_distinct', of: 'o.id', rows: refunded('o.status') },
+        gross_amount: {
+          aggregate: 'sum',
+          of: (eb) => eb(eb.ref('oi.quantity'), '*', eb.ref('oi.unit_price')),
+        },
         customers: { aggregate: 'count_distinct', of: 'o.customer_id' },
         units: { aggregate: 'sum', of: 'oi.quantity', rows: net('o.status') },
       },

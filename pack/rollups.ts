@@ -36,7 +36,8 @@ export const REGION_ROLLUPS: readonly RollupDeclaration[] = [
     parents: ORDER_AND_CUSTOMER,
     keys: [...REGION_DAY, { name: 'product_id', from: 'facts', column: 'product_id' }, ...STATUS_CURRENCY],
     measures: [
-      { name: 'lines', count: true },
+      // The size count: no template reads it, so the reader is not granted it (migration 0016).
+      { name: 'lines', count: true, unread: true },
       { name: 'units', sum: ['quantity'] },
       { name: 'revenue', sum: ['quantity', 'unit_price'], scale: 2 },
     ],

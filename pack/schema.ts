@@ -8,7 +8,7 @@
  * Raw personal data stays in `sales.customers`; `reporting.customers` already masks it at the source,
  * and the server masks every personal column again on the way out (see PERSONAL_COLUMNS).
  */
-import type { DataScopeDimension, NotPersonalColumns, PersonalColumns } from '../src/pack.js';
+import type { DataScopeDimension, HighWaterMark, NotPersonalColumns, PersonalColumns } from '../src/pack.js';
 import type { DB } from './schema.generated.js';
 
 export type ReportingDatabase = DB;
@@ -85,7 +85,6 @@ export const NOT_PERSONAL_COLUMNS: NotPersonalColumns<ReportingDatabase> = [
   'reporting.region_hours.total_amount',
   'reporting.region_product_days.currency',
   'reporting.region_product_days.day',
-  'reporting.region_product_days.lines',
   'reporting.region_product_days.region',
   'reporting.region_product_days.revenue',
   'reporting.region_product_days.status',
@@ -104,3 +103,20 @@ export const DATA_SCOPE = [
       "The customer's sales region (reporting.customers.region, e.g. Europe): a caller scoped to regions sees only the orders of customers in them, in every figure.",
   },
 ] as const satisfies readonly DataScopeDimension[];
+
+/**
+ * How far the data reach: the newest order's time, read from the end of the (ordered_at, id) index
+ * (the registry adds LIMIT 1); for a caller scoped to regions, the newest of its regions' orders.
+ * Every answer says it (data_through), and a range still running is cut there when the orders stop
+ * before now. A shop whose orders arrive by a nightly load would read its load log here instead.
+ */
+export const DATA_THROUGH: HighWaterMark<ReportingDatabase> = (db, ctx) => {
+  const regions = ctx.dataScope?.region;
+  const newest = db
+    .selectFrom('reporting.orders as o')
+    .select('o.ordered_at as data_through')
+    .orderBy('o.ordered_at', 'desc');
+  return regions
+    ? newest.innerJoin('reporting.customers as c', 'c.id', 'o.customer_id').where('c.region', 'in', regions)
+    : newest;
+};

@@ -67,7 +67,7 @@ export const queryOrderCount = defineTemplate({
   name: 'query_order_count',
   title: 'Count orders',
   description: [
-    'Counts orders placed in a range, every status (cancelled and refunded included), with by_status unless status is given.',
+    'Orders placed in a range, every status (refunded included), with by_status unless status is given.',
     'Use it for "how many orders were refunded last week?".',
   ].join(' '),
   input,

@@ -1,6 +1,7 @@
 /**
- * Which orders were placed most recently in a date range, optionally of some regions, categories or
- * statuses, and (only when asked) for which customer, desensitized?
+ * Which orders were placed most recently in a date range, or which were the largest, optionally of some
+ * regions, categories, statuses or a currency, above or below an amount, and (only when asked) for
+ * which customer, desensitized?
  *
  * Example input: { "start_date": "2025-03-01", "end_date": "2025-03-31", "filters": { "region": ["Europe"] },
  *                  "limit": 10, "customer_fields": ["initials"] }
@@ -16,7 +17,8 @@
  *     [and exists (select 1 from "reporting"."order_items" as "fi" inner join "reporting"."products" as "fp"
  *                  on "fp"."id" = "fi"."product_id" where "fi"."order_id" = "o"."id" and "fp"."category" in ($c1, ..))]
  *     [and "o"."customer_id" in (select "rc"."id" from "reporting"."customers" as "rc" where "rc"."region" in ($d1, ..))]
- *   order by "o"."ordered_at" desc, "o"."id" desc limit $n
+ *     [and "o"."currency" = $cur] [and "o"."total_amount" >= $min] [and "o"."total_amount" < $max]
+ *   order by ["o"."currency", "o"."total_amount" desc,] "o"."ordered_at" desc, "o"."id" desc limit $n
  * A customer field not named in customer_fields is never read: its column is a NULL under its name
  * (the registry holds every statement to the declared columns), and present() leaves it out. Those
  * asked for leave masked: ids as keyed-hash tokens, names as initials, emails as j***@domain, phones
@@ -56,7 +58,7 @@ const filters = z
   .strictObject(
     {
       region: filterValues(label, 20),
-      category: filterValues(label, 20, 'Orders holding an item of one'),
+      category: filterValues(label, 20),
       status: filterValues(orderStatus, ORDER_STATUSES.length),
     },
     { error: 'is not a known filter; the filters are region, category and status' },
@@ -64,6 +66,7 @@ const filters = z
   .optional();
 
 const CHECKED_RANGE = { start_date: '2025-03-01', end_date: '2025-03-31' };
+const orderValue = z.number().min(0).optional();
 
 const input = z
   .strictObject({
@@ -71,7 +74,21 @@ const input = z
     status: orderStatus.optional(),
     filters,
     customer_fields: namedFields(FIELD_NAMES, 'customer'),
+    order_by: z.enum(['newest', 'largest']).optional().describe('largest: a currency at a time'),
+    currency: z
+      .string()
+      .refine((c) => /^[A-Z]{3}$/.test(c), 'must be an ISO 4217 code such as EUR')
+      .optional(),
+    min_order_value: orderValue,
+    max_order_value: orderValue,
     limit: rowLimit(20),
+  })
+  .superRefine((value, ctx) => {
+    if (value.min_order_value !== undefined && value.max_order_value !== undefined) {
+      if (value.max_order_value <= value.min_order_value) {
+        ctx.addIssue({ code: 'custom', path: ['max_order_value'], message: 'must be above min_order_value' });
+      }
+    }
   })
   .superRefine(checkDateRange, DATE_RANGE_ALWAYS);
 
@@ -98,9 +115,8 @@ export const queryRecentOrders = defineTemplate({
   name: 'query_recent_orders',
   title: 'Most recent orders',
   description: [
-    'The latest orders in a range, newest first.',
-    'Use it for single orders: "the 10 latest orders from Europe".',
-    'The customer ref links one customer across calls: ask for it only to count or follow customers.',
+    'Single orders in a range, newest or largest first, masked customer fields only when named.',
+    'Use it for "the 5 largest orders last week".',
   ].join(' '),
   input,
   examples: [
@@ -131,6 +147,7 @@ export const queryRecentOrders = defineTemplate({
       limit: 100,
     },
     { period: 'last_week' },
+    { ...CHECKED_RANGE, order_by: 'largest', currency: 'EUR', min_order_value: 100, max_order_value: 500 },
   ],
   output,
   dataScope: ['region'],
@@ -172,6 +189,11 @@ export const queryRecentOrders = defineTemplate({
           ),
         ),
       )
+      .$if(args.currency !== undefined, (qb) => qb.where('o.currency', '=', args.currency!))
+      .$if(args.min_order_value !== undefined, (qb) => qb.where('o.total_amount', '>=', String(args.min_order_value!)))
+      .$if(args.max_order_value !== undefined, (qb) => qb.where('o.total_amount', '<', String(args.max_order_value!)))
+      // The largest first: amounts of two currencies are not compared, so each currency's in turn.
+      .$if(args.order_by === 'largest', (qb) => qb.orderBy('o.currency').orderBy('o.total_amount', 'desc'))
       .orderBy('o.ordered_at', 'desc')
       .orderBy('o.id', 'desc');
     // Only the fields asked for are read; the others are a NULL under their name (src/lib/named-fields.ts).

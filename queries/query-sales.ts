@@ -78,7 +78,7 @@ const input = z
   .strictObject({
     ...dateRangeFields,
     group_by: oneOf(GROUPINGS),
-    region: z.string().min(1).max(100).optional().describe('Only this customer region'),
+    region: z.string().min(1).max(100).optional(),
     ...compareToField,
   })
   .superRefine(checkDateRange, DATE_RANGE_ALWAYS);
@@ -169,7 +169,7 @@ export const querySales = defineTemplate({
   name: 'query_sales',
   title: 'Net sales by period, region or category',
   description: [
-    'Net revenue, orders and average order value by day, ISO week, month, region or category (orders holding an item of it), a row per group and currency.',
+    'Net revenue, orders and average order value by day, ISO week, month, region or category, a row per group and currency.',
     'Use it for "revenue by region this month".',
   ].join(' '),
   input,

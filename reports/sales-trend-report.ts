@@ -74,7 +74,7 @@ export const salesTrendReport = defineReport({
   name: 'sales_trend_report',
   title: 'Weekly sales trend',
   description: [
-    `Net revenue, orders and average order value per ISO week and currency, up to ${MAX_TREND_WEEKS} weeks, with each week's revenue change.`,
+    `Net revenue, orders and average order value per ISO week and currency, up to ${MAX_TREND_WEEKS} weeks, each with its revenue change.`,
     'Use it for "how have sales trended, week by week?".',
   ].join(' '),
   input,

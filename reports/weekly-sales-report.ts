@@ -84,7 +84,7 @@ export const weeklySalesReport = defineReport({
   name: 'weekly_sales_report',
   title: 'Weekly sales report',
   description: [
-    'An ISO week against the week before and a year earlier: revenue, orders, order value, cancellation and refund rates; revenue by day, region, category; top 5 products; unusual days.',
+    'An ISO week against the week before and a year earlier: headline figures, days, regions, categories, top 5 products, unusual days.',
     'Use it for "how did last week go?".',
   ].join(' '),
   input,

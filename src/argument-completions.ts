@@ -5,7 +5,7 @@
  * completions take no other way to the database than a tool call, with its toolset, limits and audit).
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { CompletionSource, ContentContext } from './content-declarations.js';
+import type { CompletionSource, ContentContext, ToolCompletionSource } from './content-declarations.js';
 import { scopeOf } from './lib/data-scope.js';
 import { recentWeeks, WEEK_KEYWORDS } from './lib/weeks.js';
 
@@ -18,7 +18,7 @@ export interface LabelCache {
   labels(source: ToolSource, ctx: ContentContext): Promise<readonly string[]>;
 }
 
-type ToolSource = Extract<CompletionSource, { tool: string }>;
+type ToolSource = ToolCompletionSource;
 
 export function createLabelCache(now: () => number = Date.now): LabelCache {
   const cache = new Map<string, { readonly at: number; readonly labels: Promise<readonly string[]> }>();
@@ -36,6 +36,7 @@ export function createLabelCache(now: () => number = Date.now): LabelCache {
         source.tool,
         source.arguments,
         source.field,
+        source.within?.source ?? null,
       ]);
       const hit = cache.get(key);
       if (hit && now() - hit.at < LABELS_TTL_MS) return hit.labels;
@@ -55,18 +56,28 @@ export function createLabelCache(now: () => number = Date.now): LabelCache {
 const FAILED: readonly string[] = Object.freeze([]);
 
 async function readLabels(source: ToolSource, ctx: ContentContext): Promise<readonly string[]> {
-  let result: CallToolResult;
-  try {
-    result = await ctx.callTool(source.tool, source.arguments);
-  } catch {
-    return FAILED; // the tool went away in a reload
+  const calls = [source.arguments];
+  if (source.within) {
+    const { narrowTo } = source.within;
+    const outer = await readLabels(source.within.source, ctx);
+    if (outer === FAILED) return FAILED;
+    calls.splice(0, 1, ...outer.map((value) => ({ ...source.arguments, ...narrowTo(value) })));
   }
-  const rows = (result.structuredContent as { rows?: unknown } | undefined)?.rows;
-  if (result.isError || !Array.isArray(rows)) return FAILED;
   const labels = new Set<string>();
-  for (const row of rows) {
-    const label = (row as Record<string, unknown> | null)?.[source.field];
-    if (typeof label === 'string' && label !== '') labels.add(label);
+  for (const args of calls) {
+    let result: CallToolResult;
+    try {
+      result = await ctx.callTool(source.tool, args);
+    } catch {
+      return FAILED; // the tool went away in a reload
+    }
+    const rows = (result.structuredContent as { rows?: unknown } | undefined)?.rows;
+    // One call refused (a rate limit, say) fails the whole list, which is then not remembered.
+    if (result.isError || !Array.isArray(rows)) return FAILED;
+    for (const row of rows) {
+      const label = (row as Record<string, unknown> | null)?.[source.field];
+      if (typeof label === 'string' && label !== '') labels.add(label);
+    }
   }
   return [...labels].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }

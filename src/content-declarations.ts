@@ -13,7 +13,7 @@ export interface ContentContext {
   /** The day it is in the reporting time zone, YYYY-MM-DD. */
   readonly today: string;
   readonly timeZone: string;
-  /** The tools this caller may see, as tools/list gives them. */
+  /** The tools this caller may see, as tools/list gives them but with their whole input schemas (the registry's argumentSchemas). */
   readonly tools: readonly Tool[];
   /** Runs one of the caller's tools through the registry, as the caller: the only way to the data. */
   callTool(name: string, args: Readonly<Record<string, unknown>>): Promise<CallToolResult>;
@@ -25,11 +25,27 @@ export type CompletionSource =
   | { readonly values: readonly string[] }
   /** The ISO weeks that have started, the most recent first (`2026-W48`), then last_week and this_week. */
   | { readonly recentWeeks: number }
+  /** The labels of a tool's rows (below). */
+  | ToolCompletionSource;
+
+/**
+ * The distinct values of `field` in the `rows` of a call of `tool` with `arguments`, alphabetically:
+ * what the data holds now (the regions that sold in the last 90 days, say).
+ */
+export interface ToolCompletionSource {
+  readonly tool: string;
+  readonly arguments: Readonly<Record<string, unknown>>;
+  readonly field: string;
   /**
-   * The distinct values of `field` in the `rows` of a call of `tool` with `arguments`, alphabetically:
-   * what the data holds now (the regions that sold in the last 90 days, say).
+   * For a field with more values than one answer holds (the SKUs sold in 90 days): a call per value of
+   * another source (each product group), `arguments` with `narrowTo(value)` merged in, so that every value
+   * is offered.
    */
-  | { readonly tool: string; readonly arguments: Readonly<Record<string, unknown>>; readonly field: string };
+  readonly within?: {
+    readonly source: ToolCompletionSource;
+    readonly narrowTo: (value: string) => Readonly<Record<string, unknown>>;
+  };
+}
 
 /**
  * Resources named by an RFC 6570 URI template, such as `querygate://reports/weekly/{week}`: listed

@@ -7,7 +7,7 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
 import { createLabelCache, type LabelCache } from './argument-completions.js';
 import type { ResourceTemplate } from './content-declarations.js';
-import { documentationResources, type StaticResource } from './docs.js';
+import { documentationResources, guidePageTemplates, type StaticResource } from './docs.js';
 import { ConfigError } from './errors.js';
 import type { Pack } from './pack.js';
 import { servePrompt, type ServedPrompt } from './prompts.js';
@@ -41,6 +41,10 @@ export function contentOf(packs: readonly Pack[], now?: () => number): ServerCon
       prompts.push(servePrompt(prompt, pack.name));
     }
     for (const template of pack.resourceTemplates ?? []) {
+      resourceTemplates.push(serveTemplate(template, pack.name, resources, resourceTemplates));
+    }
+    // The engine's own: each template's guide one page at a time (querygate://catalog/{tool}/{...}).
+    for (const template of guidePageTemplates([pack])) {
       resourceTemplates.push(serveTemplate(template, pack.name, resources, resourceTemplates));
     }
   }

@@ -5,8 +5,8 @@
  * refusing at start-up a view documentation that names a personal column.
  */
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { ContentContext } from './content-declarations.js';
-import { ConfigError } from './errors.js';
+import type { ContentContext, ResourceTemplate } from './content-declarations.js';
+import { ArgumentError, ConfigError } from './errors.js';
 import { describeScope, scopeOf, type DataScope } from './lib/data-scope.js';
 import type { Pack, PersonalColumn } from './pack.js';
 
@@ -67,6 +67,44 @@ export function documentationResources(packs: readonly Pack[]): StaticResource[]
       read: () => schema,
     },
   ];
+}
+
+/**
+ * querygate://catalog/{tool}/{name}: one page of a tool's guide (query_metrics: one metric's meaning,
+ * dimensions and example calls), for every template that declares `guidePages`. The tool's description
+ * points here, so that a model reads the page of the metric it needs, not the whole catalog.
+ */
+export function guidePageTemplates(packs: readonly Pack[]): ResourceTemplate[] {
+  return packs.flatMap((pack) =>
+    pack.templates.flatMap((template) => {
+      if (template.guidePages === undefined) return [];
+      const { variable, pages } = template.guidePages;
+      const names = Object.keys(pages);
+      return [
+        {
+          uriTemplate: `querygate://catalog/${template.name}/{${variable}}`,
+          name: `${template.name}_${variable}`,
+          title: `${template.title}: one ${variable}`,
+          description: `The part of querygate://catalog on one ${variable} of ${template.name}: ${names.join(', ')}.`,
+          mimeType: MARKDOWN,
+          tools: [template.name],
+          completions: { [variable]: { values: names } },
+          read: (variables) => {
+            const page = Object.hasOwn(pages, variables[variable] ?? '') ? pages[variables[variable]!] : undefined;
+            if (page === undefined) {
+              throw new ArgumentError([
+                {
+                  field: variable,
+                  rule: `${JSON.stringify(variables[variable] ?? '')} is not one of ${names.join(', ')}`,
+                },
+              ]);
+            }
+            return page;
+          },
+        },
+      ];
+    }),
+  );
 }
 
 /** A pack's figures and views must be complete and name no personal column. */

@@ -20,6 +20,9 @@ export function createLiveRegistry(initial: Registry): LiveRegistry {
     get tools() {
       return current.tools;
     },
+    get argumentSchemas() {
+      return current.argumentSchemas;
+    },
     get answerSchemas() {
       return current.answerSchemas;
     },

@@ -14,6 +14,7 @@ import type { PersonalKind } from './lib/masking.js';
 import type {
   AnyTemplate,
   DataScopeDimension,
+  HighWaterMark,
   PersonalColumn,
   PersonalColumns,
   QueryTemplate,
@@ -22,7 +23,7 @@ import type {
 import type { AnyReport } from './reports.js';
 
 // A pack declares these; they live with the template's types, which the registry stands on.
-export type { DataScopeDimension, PersonalColumn, PersonalColumns, PersonalKind, SourceColumnOf };
+export type { DataScopeDimension, HighWaterMark, PersonalColumn, PersonalColumns, PersonalKind, SourceColumnOf };
 
 /**
  * The rest of a pack's classification of its readable columns: every column the reader can read that
@@ -157,15 +158,22 @@ export function definePack(pack: Pack): Pack {
  * The one helper a pack's templates are written with, bound to the pack's table types, personal
  * columns and data-scope dimensions: a column a template names that the database lacks, or a
  * dimension the pack does not declare, is a type error, and every template carries the declarations
- * the registry checks it against.
+ * the registry checks it against. With `dataThrough`, the pack's high-water mark, every answer says
+ * how far the data reach and a running range is cut where they stop.
  */
 export function templateKit<DB, Dimension extends string = never>(
   personal: PersonalColumns<DB>,
   dimensions: readonly DataScopeDimension<Dimension>[] = [],
+  dataThrough?: HighWaterMark<DB>,
 ): <Args, Output extends Record<string, unknown>>(
-  template: Omit<QueryTemplate<Args, Output, DB>, 'personal' | 'dimensions' | 'dataScope'> & {
+  template: Omit<QueryTemplate<Args, Output, DB>, 'personal' | 'dimensions' | 'dataScope' | 'dataThrough'> & {
     readonly dataScope?: readonly Dimension[];
   },
 ) => QueryTemplate<Args, Output, DB> {
-  return (template) => ({ ...template, personal: personal as PersonalColumns, dimensions });
+  return (template) => ({
+    ...template,
+    personal: personal as PersonalColumns,
+    dimensions,
+    ...(dataThrough ? { dataThrough } : {}),
+  });
 }

@@ -1,7 +1,8 @@
 /**
- * The public contract of the tools a set of packs serves: each tool's name, its input schema exactly
- * as `tools/list` gives it, and its whole answer schema (every field typed, down to the rows' columns),
- * which the listed output schema outlines. Clients and report scripts depend on it, so a copy is
+ * The public contract of the tools a set of packs serves: each tool's name, its whole input schema
+ * (every bound the server checks, which `tools/list` gives without what only a malformed call meets),
+ * and its whole answer schema (every field typed, down to the rows' columns), which `tools/list`
+ * gives as an object. Clients and report scripts depend on it, so a copy is
  * committed (contract/tools.json) and a test fails when the live one differs; nothing needs a database.
  */
 import type { Pack } from './pack.js';
@@ -23,7 +24,7 @@ export function publicContract(packs: readonly Pack[]): PublicContract {
       const registry = createRegistry(pack.templates, { reports: pack.reports ?? [], jobs: true });
       const tools = registry.tools.map((tool) => ({
         name: tool.name,
-        inputSchema: sortedKeys(tool.inputSchema),
+        inputSchema: sortedKeys(registry.argumentSchemas.get(tool.name)),
         outputSchema: sortedKeys(registry.answerSchemas.get(tool.name)),
       }));
       return [pack.name, tools];

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { contractChanges, publicContract, type PublicContract } from '../src/public-contract.js';
 import type { Pack } from '../src/pack.js';
-import { outline } from '../src/registry/tools.js';
+import { listedInput, outline } from '../src/registry/tools.js';
 import { ALL_PACKS, readerUrlFor } from './support/packs.js';
 import { startHarness } from './support/harness.js';
 
@@ -31,7 +31,7 @@ describe('the public contract snapshot', () => {
     expect(Object.keys(committed).sort(), explain(packs.map((p) => `pack ${p}`))).toEqual(packs);
   });
 
-  it('contract: the snapshot is what tools/list gives a real client, its answer schemas outlined', async () => {
+  it('contract: the snapshot is what tools/list gives a real client, its input schemas listed and its answer schemas outlined', async () => {
     for (const pack of ALL_PACKS) {
       const harness = await startHarness({
         readerUrl: readerUrlFor(pack),
@@ -41,9 +41,11 @@ describe('the public contract snapshot', () => {
       });
       try {
         const { tools } = await harness.client.listTools();
-        // The listed output schema outlines the committed answer schema (src/registry/tools.ts).
+        // The listing gives the committed input schema without what listedInput leaves out, and the
+        // committed answer schema outlined (src/registry/tools.ts).
         const listed = liveOf(pack)[pack.name]!.map((t) => ({
           ...t,
+          inputSchema: listedInput(t.inputSchema),
           outputSchema: outline(t.outputSchema as Record<string, unknown>),
         }));
         expect(tools.map((t) => ({ name: t.name, inputSchema: t.inputSchema, outputSchema: t.outputSchema }))).toEqual(

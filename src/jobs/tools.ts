@@ -10,21 +10,26 @@ import type { JobRow } from './store.js';
 export const GET_JOB_TOOL = 'get_report_job';
 export const CANCEL_JOB_TOOL = 'cancel_report_job';
 
-/** Submitting adds a job (a row, and one of the caller's in flight): not read-only, and each call adds another. */
+/*
+ * Each job tool's annotations say the hints whose MCP default is wrong for it, and no other: every
+ * one is closed-world (openWorldHint defaults to true); readOnlyHint defaults to false and
+ * idempotentHint to false, destructiveHint to true.
+ */
+/** Submitting adds a job (a row, and one of the caller's in flight): it writes, destroys nothing, and each call adds another. */
 export const SUBMIT_ANNOTATIONS = {
-  readOnlyHint: false,
   destructiveHint: false,
-  idempotentHint: false,
+  openWorldHint: false,
 } as const;
-/** Polling reads the job's state; it changes nothing a caller can see (MCP reads the other hints only of a tool that writes; openWorldHint is left out as on every tool, src/registry/types.ts). */
+/** Polling reads the job's state; it changes nothing a caller can see (MCP reads the other hints only of a tool that writes). */
 export const GET_ANNOTATIONS = {
   readOnlyHint: true,
+  openWorldHint: false,
 } as const;
 /** Cancelling ends a job (no data changes; it can be submitted again), and a second cancel changes nothing more. */
 export const CANCEL_ANNOTATIONS = {
-  readOnlyHint: false,
   destructiveHint: false,
   idempotentHint: true,
+  openWorldHint: false,
 } as const;
 
 export const jobIdInput = z.strictObject({

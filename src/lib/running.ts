@@ -27,6 +27,21 @@ export function cutRunning<Args>(args: Args, timeZone: string, nowMs: number): A
   return { ...args, until: isoUtc(Math.max(cut, dayStart(range.startDate, timeZone).ms)) };
 }
 
+/**
+ * Arguments whose range is still running (`until` set), cut where the data stop when that is earlier:
+ * at the end of the minute that holds `dataThroughMs`, the newest data (so every row up to it counts,
+ * and the comparison range is cut at the same local time of day); never before the range's first
+ * instant. A feed that stopped yesterday evening is then compared with the same days and hours of the
+ * other range, not with the hours it has not loaded yet.
+ */
+export function cutAtDataThrough<Args>(args: Args, dataThroughMs: number, timeZone: string): Args {
+  const value = args as DateRangeInput;
+  if (typeof value.until !== 'string' || typeof value.start_date !== 'string') return args;
+  const end = Math.floor(dataThroughMs / MINUTE_MS) * MINUTE_MS + MINUTE_MS;
+  if (end >= Date.parse(value.until)) return args;
+  return { ...args, until: isoUtc(Math.max(end, dayStart(value.start_date, timeZone).ms)) };
+}
+
 /** Whether a range covers only part of its days, and up to when: in every range and comparison echo. */
 export const cutFields = {
   partial: z.boolean(),

@@ -4,6 +4,7 @@
  */
 import { COMPARISONS } from '../lib/comparison.js';
 import { CYCLIC_TIMES, MAX_METRICS, TIME_GRAINS, type MetricsModel } from './declarations.js';
+import { derivedDimensions, unservable, type MetricsArgs } from './statement.js';
 
 /**
  * The calls the start-up checks compile instead of every combination (see statement.ts). A fragment's
@@ -22,11 +23,13 @@ import { CYCLIC_TIMES, MAX_METRICS, TIME_GRAINS, type MetricsModel } from './dec
 export function checkedArguments(model: MetricsModel): Record<string, unknown>[] {
   const range = { start_date: '2025-03-01', end_date: '2025-03-31' };
   const metrics = model.metrics.map((m) => m.name);
+  const derived = derivedDimensions(model);
   const attributes = model.attributes.map((a) => a.name);
-  const dims = [...TIME_GRAINS, ...CYCLIC_TIMES, ...attributes];
+  const dims = [...TIME_GRAINS, ...CYCLIC_TIMES, ...attributes, ...derived.map((d) => d.name)];
   const sample = (name: string): string[] => [
-    model.attributes.find((a) => a.name === name)!.values?.[0] ?? 'check-value',
+    [...model.attributes, ...derived].find((a) => a.name === name)!.values?.[0] ?? 'check-value',
   ];
+  const filterable = (name: string): boolean => !derived.some((d) => d.name === name);
   const call = (m: readonly string[], extra: Record<string, unknown> = {}): Record<string, unknown> => ({
     metrics: m,
     ...extra,
@@ -47,13 +50,24 @@ export function checkedArguments(model: MetricsModel): Record<string, unknown>[]
   }
   calls.push(call(metrics.slice(0, 2), { group_by: [...CYCLIC_TIMES] }));
   calls.push(call(metrics.slice(0, 2), { group_by: [TIME_GRAINS[1]!, CYCLIC_TIMES[0]!] }));
-  for (const a of attributes) {
+  // A derived dimension is a column of its own lateral join whatever else is asked: each with the
+  // first metric on every source that carries it (beside each attribute), and its filter.
+  for (const d of derived) {
+    for (const a of attributes) calls.push(call([metrics[0]!], { group_by: [d.name, a] }));
+  }
+  for (const a of [...attributes, ...derived.map((d) => d.name)].filter(filterable)) {
     calls.push(call([metrics[0]!], { filters: { [a]: sample(a) } }));
     calls.push(call(metrics.slice(0, 2), { group_by: [TIME_GRAINS[1]!], filters: { [a]: sample(a) } }));
+  }
+  for (const a of model.amounts ?? []) {
+    calls.push(call([metrics[0]!], { [`min_${a.name}`]: 10, [`max_${a.name}`]: 100 }));
+    calls.push(call(metrics.slice(0, 2), { group_by: [attributes[0]], [`min_${a.name}`]: 10 }));
   }
   for (const c of COMPARISONS) calls.push(call(metrics.slice(0, 2), { compare_to: c }));
   calls.push({ metrics: metrics.slice(0, MAX_METRICS), group_by: [dims[0]], period: 'last_week' });
   calls.push(call(metrics.slice(-MAX_METRICS), { group_by: [attributes[0]], order_by: metrics[metrics.length - 1] }));
   const seen = new Set<string>();
-  return calls.filter((c) => !seen.has(JSON.stringify(c)) && seen.add(JSON.stringify(c)) !== undefined);
+  return calls
+    .filter((c) => unservable(model, c as unknown as MetricsArgs) === undefined)
+    .filter((c) => !seen.has(JSON.stringify(c)) && seen.add(JSON.stringify(c)) !== undefined);
 }

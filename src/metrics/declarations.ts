@@ -5,6 +5,7 @@
  * compiler emits keeps to the registry's rules (bind parameters, data scope, small groups, masking).
  */
 import type { Expression, ExpressionBuilder, Kysely, SelectQueryBuilder, SqlBool } from 'kysely';
+import type { HighWaterMark } from '../registry/types.js';
 
 /**
  * How a metric's figure is measured. Money is summed per currency and never across two; a number is
@@ -50,6 +51,11 @@ export interface AttributeDeclaration {
   readonly labelled?: string;
   /** The data-scope dimension this attribute is, when it is one ("region"). */
   readonly scope?: string;
+  /**
+   * For an attribute with more values than one answer holds (SKUs): the attribute (a product group)
+   * whose values each get a call of their own when its completions are read, so that all are offered.
+   */
+  readonly completedWithin?: string;
 }
 
 // A source's rows are of the pack's views; the engine only adds clauses to them.
@@ -64,10 +70,47 @@ export type SourceBuilder = ExpressionBuilder<any, any>;
  * revenue out, say. A count of `people` is of distinct values.
  */
 export interface Measure {
-  readonly aggregate: 'count' | 'sum' | 'count_distinct';
+  /**
+   * `percentile`: the continuous percentile (`percentile_cont`, interpolated between the two nearest
+   * values) of `of` at `fraction`, over rows that are each one unit of the grain (one order): a
+   * source whose rows repeat a unit (an order's items) must not measure it.
+   */
+  readonly aggregate: 'count' | 'sum' | 'count_distinct' | 'percentile';
   /** The column or row expression summed or counted distinct; a count without it counts rows. */
   readonly of?: string | ((eb: SourceBuilder) => Expression<unknown>);
   readonly rows?: RowCondition;
+  /** For a percentile: 0.5 for the median, 0.9 for the 90th percentile. */
+  readonly fraction?: number;
+}
+
+/**
+ * An amount each row of a source's unit carries, in the row's currency (an order's value): a call can
+ * keep the rows at or above `min_<name>` and below `max_<name>`, and group or filter by `<name>_band`,
+ * the band of `bands` it falls in. Answers that read it are always per currency.
+ */
+export interface AmountDeclaration {
+  readonly name: string;
+  readonly description: string;
+  /** The band edges, ascending: [25, 50] gives the bands "under 25", "25-50" and "50 and over". */
+  readonly bands: readonly [number, ...number[]];
+}
+
+/**
+ * A unit of analysis beside the rows (dbt's entities, Cube's subquery dimensions): the customer of an
+ * order. From its id on a source's rows and its whole history, the engine derives dimensions: `<name>`
+ * (its opaque token: the id never leaves raw), `<name>_<counts>` (how many history rows it has in the
+ * call's range: "1" … "9", "10+"), `<name>_type` (`one_time` or `repeat` in the range) and
+ * `<name>_since` (`new` when its first history row ever falls in the range, else `returning`).
+ * The history is read whole, whatever the call's filters: declare an entity only where a caller's
+ * data scope, if any, is a property of the entity (a customer's region), so its history is in scope.
+ */
+export interface EntityDeclaration {
+  readonly name: string;
+  readonly description: string;
+  /** "schema.view.column" of its id, a personal internal id: the dimension returns its token. */
+  readonly id: string;
+  /** Its history: the view, its id column and its time column, and the plural of what one history row is. */
+  readonly history: { readonly from: string; readonly id: string; readonly time: string; readonly counts: string };
 }
 
 /**
@@ -107,6 +150,10 @@ export interface MetricSource {
   readonly measures: Readonly<Record<string, Measure>>;
   /** The column of a person, for metrics that count people and the small-group rule. */
   readonly people?: string;
+  /** The model's amounts its rows carry, as the column of each ({ order_value: 'o.total_amount' }). */
+  readonly amounts?: Readonly<Record<string, string>>;
+  /** The model's entities its rows name, as the column of each id ({ customer: 'o.customer_id' }). */
+  readonly entities?: Readonly<Record<string, string>>;
 }
 
 /** Everything a pack declares for `query_metrics`. */
@@ -119,6 +166,8 @@ export interface MetricsModel {
   readonly metrics: readonly MetricDeclaration[];
   readonly attributes: readonly AttributeDeclaration[];
   readonly sources: readonly MetricSource[];
+  readonly amounts?: readonly AmountDeclaration[];
+  readonly entities?: readonly EntityDeclaration[];
   /** The tool's words for a model beyond the generated ones: what the figures are about. */
   readonly subject: string;
   /**
@@ -128,6 +177,8 @@ export interface MetricsModel {
    * source can group or filter by, so no filter splits one.
    */
   readonly smallGroups?: { readonly always?: boolean };
+  /** The pack's high-water mark, the one its templateKit is given (src/pack.ts): answers then say data_through. */
+  readonly dataThrough?: HighWaterMark;
   /** Common questions and the call that answers each, for querygate://catalog (the first few also check the tool at start-up). */
   readonly questions?: readonly { readonly question: string; readonly arguments: Record<string, unknown> }[];
 }

@@ -6,11 +6,13 @@
  */
 import type { PromptMessage } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { CompletionSource } from '../content-declarations.js';
+import type { CompletionSource, ToolCompletionSource } from '../content-declarations.js';
+import { ConfigError } from '../errors.js';
 import { oneOf } from '../lib/arguments.js';
 import { PERIODS } from '../lib/periods.js';
 import { definePrompt, type AnyPrompt } from '../prompts.js';
 import { CYCLIC_TIMES, TIME_GRAINS, type MetricsModel } from './declarations.js';
+import { derivedDimensions } from './statement.js';
 import { METRICS_TOOL } from './tool.js';
 
 const user = (text: string): PromptMessage => ({ role: 'user', content: { type: 'text', text } });
@@ -18,7 +20,12 @@ const user = (text: string): PromptMessage => ({ role: 'user', content: { type: 
 export function metricsPrompt(model: MetricsModel): AnyPrompt {
   const tool = model.toolName ?? METRICS_TOOL;
   const metrics = model.metrics.map((m) => m.name) as [string, ...string[]];
-  const dimensions = [...TIME_GRAINS, ...CYCLIC_TIMES, ...model.attributes.map((a) => a.name)] as [string, ...string[]];
+  const dimensions = [
+    ...TIME_GRAINS,
+    ...CYCLIC_TIMES,
+    ...model.attributes.map((a) => a.name),
+    ...derivedDimensions(model).map((d) => d.name),
+  ] as [string, ...string[]];
   // Labels are read with a metric that counts no one, so that no small group hides a label.
   const counting = model.metrics.find((m) => !m.people && !m.ratio)?.name ?? metrics[0];
   const filters = Object.fromEntries(
@@ -27,14 +34,26 @@ export function metricsPrompt(model: MetricsModel): AnyPrompt {
       z.string().min(1).max(100).optional().describe(`Only this ${a.name} (optional)`),
     ]),
   );
+  const labelsOf = (name: string): ToolCompletionSource => ({
+    tool,
+    arguments: { metrics: [counting], group_by: [name], period: 'last_90_days' },
+    field: name,
+  });
   const completions: Record<string, CompletionSource> = {};
   for (const a of model.attributes) {
+    const within = a.completedWithin;
+    if (within !== undefined && !model.attributes.some((b) => b.name === within && b !== a)) {
+      throw new ConfigError(`attribute ${a.name}: completedWithin names ${within}, which is not another attribute`);
+    }
     completions[a.name] = a.values
       ? { values: a.values }
       : {
-          tool,
-          arguments: { metrics: [counting], group_by: [a.name], period: 'last_90_days' },
-          field: a.name,
+          ...labelsOf(a.name),
+          ...(within === undefined
+            ? {}
+            : {
+                within: { source: labelsOf(within), narrowTo: (value: string) => ({ filters: { [within]: [value] } }) },
+              }),
         };
   }
   return definePrompt({
@@ -62,7 +81,7 @@ export function metricsPrompt(model: MetricsModel): AnyPrompt {
         user(
           [
             `Call ${tool} with ${JSON.stringify(call)}.`,
-            `Answer with the figures as it gives them: its totals are exact for every matching row, money is per currency (never add two), and a row or range marked partial covers only part of its period (say so, and never add it to another answer's row for the same period). Say how fresh the figures are from data_as_of, and if suppressed_groups is above 0, that groups of too few people were left out. What each metric means is in querygate://catalog.`,
+            `Answer with the figures as it gives them: its totals are exact for every matching row, money is per currency (never add two), and a row or range marked partial covers only part of its period (say so, and never add it to another answer's row for the same period). Say how fresh the figures are from data_as_of, and if suppressed_groups is above 0, that groups of too few people were left out. What ${args.metric!} means: querygate://catalog/${tool}/${args.metric!}.`,
           ].join('\n'),
         ),
       ];

@@ -12,11 +12,11 @@
  *                count(*) over (partition by "g"."is_total", "g"."currency") as "groups"
  *         from (select <dimension expressions over "qg_time"."local">, <currency>,
  *                      <aggregate> filter (where <the rows it counts>) …,
- *                      grouping(<first key>) as "is_total", grouping(<currency>) as "grand"
+ *                      grouping('row'::text) as "is_total", grouping(<currency>) as "grand"
  *               from <source rows> cross join lateral (select <time> at time zone $tz as "local") as "qg_time"
  *               where <time> >= $start and <time> < $end and <filters> and <scope>
  *                 [and not exists (<the hidden cells>)]
- *               group by grouping sets ((<keys>, <currency>), (<currency>), ())) as "g") as "r"
+ *               group by grouping sets (('row'::text, <keys>, <currency>), (<currency>), ())) as "g") as "r"
  *   where "r"."rank" <= $limit or "r"."is_total" = 1
  *   order by "r"."is_total" desc, "r"."currency", "r"."rank"
  *
@@ -34,6 +34,8 @@ import type { QueryContext, RowQuery } from '../registry/types.js';
 import {
   CYCLIC_TIMES,
   TIME_GRAINS,
+  type AmountDeclaration,
+  type EntityDeclaration,
   type MetricDeclaration,
   type MetricSource,
   type MetricsModel,
@@ -49,12 +51,55 @@ export interface MetricsArgs extends DateRangeInput {
   readonly limit: number;
 }
 
+/**
+ * A dimension the engine derives from a pack's amounts and entities (see declarations.ts): its name,
+ * what it is of, and the values a filter on it accepts (none for an entity's token, which no filter
+ * takes: a token is not turned back into an id).
+ */
+export interface DerivedDimension {
+  readonly name: string;
+  readonly kind: 'band' | 'entity' | 'entity_count' | 'entity_type' | 'entity_since';
+  readonly amount?: AmountDeclaration;
+  readonly entity?: EntityDeclaration;
+  readonly values?: readonly [string, ...string[]];
+}
+
+/** The labels of an amount's bands: "under 25", "25-50", …, "500 and over". */
+export function bandLabels(edges: readonly number[]): [string, ...string[]] {
+  return [
+    `under ${edges[0]}`,
+    ...edges.slice(1).map((e, i) => `${edges[i]}-${e}`),
+    `${edges[edges.length - 1]} and over`,
+  ];
+}
+
+export const ENTITY_COUNTS = ['1', '2', '3', '4', '5', '6', '7', '8', '9', '10+'] as const;
+
+/** The dimensions derived from the model's amounts and entities, in a fixed order. */
+export function derivedDimensions(model: MetricsModel): DerivedDimension[] {
+  return [
+    ...(model.amounts ?? []).map((a): DerivedDimension => ({
+      name: `${a.name}_band`,
+      kind: 'band',
+      amount: a,
+      values: bandLabels(a.bands),
+    })),
+    ...(model.entities ?? []).flatMap((e): DerivedDimension[] => [
+      { name: e.name, kind: 'entity', entity: e },
+      { name: `${e.name}_${e.history.counts}`, kind: 'entity_count', entity: e, values: [...ENTITY_COUNTS] },
+      { name: `${e.name}_type`, kind: 'entity_type', entity: e, values: ['one_time', 'repeat'] },
+      { name: `${e.name}_since`, kind: 'entity_since', entity: e, values: ['new', 'returning'] },
+    ]),
+  ];
+}
+
 /** The columns every statement selects, in this order, whatever the call asks for. */
 export function selectedColumns(model: MetricsModel): string[] {
   return [
     ...TIME_GRAINS,
     ...CYCLIC_TIMES,
     ...model.attributes.flatMap((a) => (a.labelled ? [a.name, `${a.name}_name`] : [a.name])),
+    ...derivedDimensions(model).map((d) => d.name),
     'currency',
     ...model.metrics.map((m) => m.name),
     'is_total',
@@ -83,35 +128,112 @@ export function countsPeople(model: MetricsModel, names: readonly string[]): boo
   return baseMetrics(model, names).some((n) => model.metrics.find((m) => m.name === n)!.people === true);
 }
 
-/** The attributes a call reads: those it groups and filters by, and the data scope's. */
-function attributesRead(model: MetricsModel, args: MetricsArgs, ctx: QueryContext): string[] {
-  const names = new Set<string>();
-  for (const d of args.group_by ?? []) if (model.attributes.some((a) => a.name === d)) names.add(d);
-  for (const [f, values] of Object.entries(args.filters ?? {})) if (values !== undefined) names.add(f);
-  for (const a of model.attributes) if (a.scope !== undefined && ctx.dataScope?.[a.scope]) names.add(a.name);
-  return [...names];
+/** What a call reads of a source: its metrics, attributes, amounts and entities. */
+interface CallNeeds {
+  readonly metrics: readonly string[];
+  readonly attributes: readonly string[];
+  readonly amounts: readonly string[];
+  readonly entities: readonly string[];
+  readonly people: boolean;
 }
 
-/** The first source (smallest first) that serves the call; the last serves every call (checked at start-up). */
+/** What a call reads: the metrics, the attributes it groups and filters by and the data scope's, the amounts and entities. */
+export function needsOf(
+  model: MetricsModel,
+  args: Pick<MetricsArgs, 'metrics' | 'group_by' | 'filters'>,
+  ctx?: Pick<QueryContext, 'dataScope'>,
+): CallNeeds {
+  const attributes = new Set<string>();
+  const amounts = new Set<string>();
+  const entities = new Set<string>();
+  const derived = derivedDimensions(model);
+  const read = (name: string): void => {
+    if (model.attributes.some((a) => a.name === name)) attributes.add(name);
+    const d = derived.find((x) => x.name === name);
+    if (d?.amount) amounts.add(d.amount.name);
+    if (d?.entity) entities.add(d.entity.name);
+  };
+  for (const d of args.group_by ?? []) read(d);
+  for (const [f, values] of Object.entries(args.filters ?? {})) if (values !== undefined) read(f);
+  for (const a of model.attributes) if (a.scope !== undefined && ctx?.dataScope?.[a.scope]) attributes.add(a.name);
+  for (const a of model.amounts ?? []) if (amountBounds(args, a.name).length > 0) amounts.add(a.name);
+  return {
+    metrics: baseMetrics(model, args.metrics),
+    attributes: [...attributes],
+    amounts: [...amounts],
+    entities: [...entities],
+    people: countsPeople(model, args.metrics),
+  };
+}
+
+/** Whether a call's figures come per currency: it asks for money, or reads an amount (in its row's currency). */
+export function perCurrency(model: MetricsModel, args: Pick<MetricsArgs, 'metrics' | 'group_by' | 'filters'>): boolean {
+  return (
+    baseMetrics(model, args.metrics).some((n) => model.metrics.find((m) => m.name === n)!.unit === 'money') ||
+    needsOf(model, args).amounts.length > 0
+  );
+}
+
+/** Whether a source can compute everything a call reads, whatever its time grain. */
+function carries(s: MetricSource, needs: CallNeeds): boolean {
+  return (
+    needs.metrics.every((m) => m in s.measures) &&
+    needs.attributes.every((a) => a in s.attributes) &&
+    needs.amounts.every((a) => a in (s.amounts ?? {})) &&
+    needs.entities.every((e) => e in (s.entities ?? {})) &&
+    (!needs.people || s.people !== undefined)
+  );
+}
+
+/**
+ * Why no source can serve a call, or undefined when one can: the metrics that cannot be computed with
+ * the rest, and the rest. A metric measured per order (a median) grouped by what belongs to an order's
+ * items (a category), say.
+ */
+export function unservable(
+  model: MetricsModel,
+  args: Pick<MetricsArgs, 'metrics' | 'group_by' | 'filters'>,
+): { metrics: string[]; others: string[] } | undefined {
+  const needs = needsOf(model, args);
+  if (model.sources.some((s) => s.timeGrain === undefined && carries(s, needs))) return undefined;
+  return {
+    metrics: needs.metrics.filter((m) => !model.sources.every((s) => carries(s, { ...needs, metrics: [m] }))),
+    others: [...needs.attributes, ...needs.amounts, ...needs.entities],
+  };
+}
+
+/** The first source (smallest first) that serves the call; a call no source serves is refused by its input schema. */
 export function sourceFor(model: MetricsModel, args: MetricsArgs, ctx: QueryContext): MetricSource {
   const range = resolveRange(args);
-  const metrics = baseMetrics(model, args.metrics);
-  const attributes = attributesRead(model, args, ctx);
-  const people = countsPeople(model, args.metrics);
+  const needs = needsOf(model, args, ctx);
   const groupsByHour = (args.group_by ?? []).some((d) => d === 'hour' || d === 'hour_of_day');
   return (
     model.sources.find(
       (s) =>
         (s.timeGrain !== 'hour' || rollupCovers(range, ctx.timeZone)) &&
         (s.timeGrain !== 'day' || (dailyRollupCovers(range, ctx.timeZone) && !groupsByHour)) &&
-        metrics.every((m) => m in s.measures) &&
-        attributes.every((a) => a in s.attributes) &&
-        (!people || s.people !== undefined),
-    ) ?? model.sources[model.sources.length - 1]!
+        carries(s, needs),
+    ) ??
+    model.sources.find((s) => s.timeGrain === undefined && carries(s, needs)) ??
+    model.sources[model.sources.length - 1]!
   );
 }
 
+/** The bounds a call puts on an amount: [operator, value] for min_<name> (at least) and max_<name> (below). */
+export function amountBounds(args: object, name: string): ['>=' | '<', number][] {
+  const values = args as Record<string, unknown>;
+  const out: ['>=' | '<', number][] = [];
+  if (typeof values[`min_${name}`] === 'number') out.push(['>=', values[`min_${name}`] as number]);
+  if (typeof values[`max_${name}`] === 'number') out.push(['<', values[`max_${name}`] as number]);
+  return out;
+}
+
 const LOCAL = 'qg_time.local';
+/**
+ * A constant in the grouped rows' set only, whose grouping() tells them from the totals: the first key
+ * could be an entity's id, which no column but its own token may select.
+ */
+const ROW_MARK = sql`'row'::text`;
 
 /** A time dimension's expression over the local time (param-free: the zone is bound in the lateral join). */
 function timeKey(eb: SourceBuilder, name: string, source: MetricSource): RawBuilder<unknown> {
@@ -139,6 +261,24 @@ function timeKey(eb: SourceBuilder, name: string, source: MetricSource): RawBuil
   }
 }
 
+/** A derived dimension's expression on a source: a column of its lateral, or the entity's id. */
+function derivedKey(model: MetricsModel, source: MetricSource, name: string): RawBuilder<unknown> {
+  const d = derivedDimensions(model).find((x) => x.name === name)!;
+  const lateral = d.entity ? `qg_${d.entity.name}` : `qg_${name}`;
+  switch (d.kind) {
+    case 'band':
+      return sql`${sql.ref(`${lateral}.k`)}`;
+    case 'entity':
+      return sql`${sql.ref(source.entities![d.entity!.name]!)}`;
+    case 'entity_count':
+      return sql`case when ${sql.ref(`${lateral}.n`)} >= 10 then '10+' else ${sql.ref(`${lateral}.n`)}::text end`;
+    case 'entity_type':
+      return sql`case when ${sql.ref(`${lateral}.n`)} > 1 then 'repeat' else 'one_time' end`;
+    case 'entity_since':
+      return sql`${sql.ref(`${lateral}.since`)}`;
+  }
+}
+
 const isTime = (name: string): boolean => (TIME_GRAINS as readonly string[]).includes(name);
 const isCyclic = (name: string): boolean => (CYCLIC_TIMES as readonly string[]).includes(name);
 
@@ -155,6 +295,8 @@ function aggregateOf(eb: SourceBuilder, source: MetricSource, name: string): Raw
       return sql`count(distinct ${of!})${filter}`;
     case 'sum':
       return sql`coalesce(sum(${of!})${filter}, 0)`;
+    case 'percentile':
+      return sql`percentile_cont(${measure.fraction!}::float8) within group (order by ${of!})${filter}`;
   }
 }
 
@@ -170,7 +312,7 @@ function metricValue(
     if (!d.ratio) return aggregateOf(eb, source, name);
     return sql`(${raw(d.ratio[0])})::numeric / nullif(${raw(d.ratio[1])}, 0)`;
   };
-  if (m.unit === 'money') return sql`round(${raw(m.name)}, 2)`;
+  if (m.unit === 'money') return sql`round((${raw(m.name)})::numeric, 2)`;
   if (m.unit === 'ratio') return sql`round(${raw(m.name)}, 4)`;
   return raw(m.name);
 }
@@ -191,8 +333,40 @@ function rowsOf(
     )
     .where(source.time, '>=', startOfDay(range.startDate, ctx.timeZone))
     .where(source.time, '<', endOfRange(range, ctx.timeZone));
+  const needs = needsOf(model, args, ctx);
+  for (const a of model.amounts ?? []) {
+    if (!needs.amounts.includes(a.name)) continue;
+    const value = sql.ref(source.amounts![a.name]!);
+    for (const [op, bound] of amountBounds(args, a.name)) rows = rows.where(value, op, bound);
+    // The band, computed once per row beside it: its edges and labels are bind parameters, so the
+    // grouped expression is a column of the lateral, the same text wherever it is written.
+    const labels = bandLabels(a.bands);
+    const band = sql`case ${sql.join(
+      a.bands.map((edge, i) => sql`when ${value} < ${edge} then ${labels[i]!}`),
+      sql` `,
+    )} else ${labels[labels.length - 1]!} end`;
+    rows = rows.crossJoinLateral(db.selectNoFrom(band.as('k')).as(`qg_${a.name}_band`));
+  }
+  for (const e of model.entities ?? []) {
+    if (!needs.entities.includes(e.name)) continue;
+    // The entity's history: its rows in the range and its first row ever, by an index on its id.
+    const start = startOfDay(range.startDate, ctx.timeZone);
+    const end = endOfRange(range, ctx.timeZone);
+    const time = sql.ref(`qg_h.${e.history.time}`);
+    const history = (db as Kysely<any>) // eslint-disable-line @typescript-eslint/no-explicit-any
+      .selectFrom(`${e.history.from} as qg_h`)
+      .select([
+        sql<number>`count(*) filter (where ${time} >= ${start} and ${time} < ${end})`.as('n'),
+        sql<string>`case when min(${time}) >= ${start} then 'new' else 'returning' end`.as('since'),
+      ])
+      .where(sql.ref(`qg_h.${e.history.id}`), '=', sql.ref(source.entities![e.name]!));
+    rows = rows.crossJoinLateral(history.as(`qg_${e.name}`));
+  }
   for (const [name, values] of Object.entries(args.filters ?? {})) {
-    if (values !== undefined) rows = rows.where(source.attributes[name]!, 'in', values);
+    if (values === undefined) continue;
+    rows = model.attributes.some((a) => a.name === name)
+      ? rows.where(source.attributes[name]!, 'in', values)
+      : rows.where(derivedKey(model, source, name), 'in', values);
   }
   for (const a of model.attributes) {
     const scope = a.scope === undefined ? undefined : ctx.dataScope?.[a.scope];
@@ -217,14 +391,18 @@ export function metricsStatement(
   const range = resolveRange(args);
   const source = sourceFor(model, args, ctx);
   const dims = args.group_by ?? [];
-  const money = baseMetrics(model, args.metrics).some((n) => model.metrics.find((m) => m.name === n)!.unit === 'money');
+  const money = perCurrency(model, args);
   const people = countsPeople(model, args.metrics) && ctx.smallGroups !== undefined;
   const base = rowsOf(db, model, source, args, ctx, range);
   const cells = people ? cellsOn(source, ctx) : undefined;
   const rows = cells ? visibleGroupsOnly(base, cells) : base;
 
   const keyOf = (eb: SourceBuilder, name: string): RawBuilder<unknown> =>
-    isTime(name) || isCyclic(name) ? timeKey(eb, name, source) : sql`${eb.ref(source.attributes[name]!)}`;
+    isTime(name) || isCyclic(name)
+      ? timeKey(eb, name, source)
+      : model.attributes.some((a) => a.name === name)
+        ? sql`${eb.ref(source.attributes[name]!)}`
+        : derivedKey(model, source, name);
   const grouped = rows
     .select((eb: SourceBuilder) => {
       const keys = dims.map((d) => keyOf(eb, d));
@@ -241,6 +419,9 @@ export function metricsStatement(
           out.push((dims.includes(a.name) && label ? sql`${eb.ref(label)}` : sql`null::text`).as(`${a.name}_name`));
         }
       }
+      for (const d of derivedDimensions(model)) {
+        out.push((dims.includes(d.name) ? keyOf(eb, d.name) : sql`null::text`).as(d.name));
+      }
       out.push((currency ?? sql`null::text`).as('currency'));
       for (const m of model.metrics) {
         const value = args.metrics.includes(m.name) ? metricValue(eb, model, source, m) : sql`null::numeric`;
@@ -249,7 +430,7 @@ export function metricsStatement(
           (currency && m.unit !== 'count' ? sql`case when ${grand} = 1 then null else ${value} end` : value).as(m.name),
         );
       }
-      out.push((keys.length > 0 ? sql`grouping(${keys[0]!})` : sql`1`).as('is_total'));
+      out.push((keys.length > 0 ? sql`grouping(${ROW_MARK})` : sql`1`).as('is_total'));
       out.push(grand.as('grand'));
       out.push(
         (people
@@ -269,7 +450,8 @@ export function metricsStatement(
         .filter((d) => source.labels?.[d] !== undefined)
         .map((d) => sql`${eb.ref(source.labels![d]!)}`);
       const currency = money ? sql`${eb.ref(source.currency!)}` : undefined;
-      const sets = [sql`(${sql.join([...keys, ...labels, ...(currency ? [currency] : [])])})`];
+      const marked = keys.length > 0 ? [ROW_MARK, ...keys] : [];
+      const sets = [sql`(${sql.join([...marked, ...labels, ...(currency ? [currency] : [])])})`];
       if (keys.length > 0) sets.push(currency ? sql`(${currency})` : sql`()`);
       if (currency) sets.push(sql`()`);
       return [sql`grouping sets (${sql.join(sets)})`];
@@ -323,7 +505,7 @@ function orderOf(model: MetricsModel, args: MetricsArgs): [string, boolean][] {
   const dims = args.group_by ?? [];
   const byKey = dims.map((d): [string, boolean] => [d === 'hour' ? 'g.qg_first' : `g.${d}`, false]);
   if (args.order_by !== undefined) return [[`g.${args.order_by}`, true], ...byKey];
-  const attributeOnly = dims.length > 0 && dims.every((d) => model.attributes.some((a) => a.name === d));
+  const attributeOnly = dims.length > 0 && dims.every((d) => !isTime(d) && !isCyclic(d));
   if (attributeOnly) return [[`g.${args.metrics[0]!}`, true], ...byKey];
   return byKey.length > 0 ? byKey : [['g.is_total', false]];
 }

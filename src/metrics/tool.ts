@@ -6,9 +6,9 @@
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import { label, MAX_ROWS, rowLimit } from '../lib/arguments.js';
-import { changeOf, compareToField, COMPARISONS } from '../lib/comparison.js';
-import { checkDateRange, dateRangeFields, DATE_RANGE_ALWAYS, type DayBucket } from '../lib/date-range.js';
-import { isoInZone } from '../lib/local-day.js';
+import { changeOf, compareToField, COMPARISONS, pairGroups } from '../lib/comparison.js';
+import { checkDateRange, dateRangeFields, DATE_RANGE_ALWAYS, quote, type DayBucket } from '../lib/date-range.js';
+import { isoInZone, offsetAt } from '../lib/local-day.js';
 import { bucketBounds, echoRange, rangeEcho } from '../lib/result-shape.js';
 import { cutFields } from '../lib/running.js';
 import type {
@@ -21,15 +21,76 @@ import type {
 } from '../registry/types.js';
 import { CYCLIC_TIMES, MAX_METRICS, TIME_GRAINS, type MetricsModel } from './declarations.js';
 import { checkedArguments } from './checked-arguments.js';
-import { guideOf } from './guide.js';
-import { baseMetrics, countsPeople, metricsStatement, selectedColumns, type MetricsArgs } from './statement.js';
+import { guideOf, pagesOf } from './guide.js';
+import {
+  countsPeople,
+  derivedDimensions,
+  metricsStatement,
+  perCurrency,
+  selectedColumns,
+  unservable,
+  type MetricsArgs,
+} from './statement.js';
 
 export const METRICS_TOOL = 'query_metrics';
 
 const WEEKDAYS = ['Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday', 'Sunday'];
 const MAX_FILTER_VALUES = 50;
+/** The totals rows a statement gives beside its capped rows: one per currency (up to 10) and the grand total. */
+const MAX_TOTAL_ROWS = 11;
 
 type Figures = Record<string, string | number | boolean | null>;
+
+const DAY_MS = 86_400_000;
+/**
+ * Where a row sits, dimension by dimension, for pairing with the other range's rows: its value for an
+ * attribute or cyclic dimension, and for a time bucket its place from the range's first bucket (days,
+ * weeks, months or quarters in; hours by their order in the answer).
+ */
+function placeInRange(
+  dims: readonly string[],
+  current: Record<string, unknown>,
+  prior: Record<string, unknown>,
+): (dim: string, row: Figures, range: Record<string, unknown>) => unknown {
+  const hours = new Map<Record<string, unknown>, string[]>();
+  for (const r of [current, prior]) {
+    hours.set(r, [...new Set(((r.rows as Figures[]) ?? []).map((x) => String(x.hour)))].sort());
+  }
+  return (dim, row, range) => {
+    const value = row[dim];
+    const start = String(range.start_date);
+    const days = (label: string): number => Math.round((Date.parse(label) - Date.parse(start)) / DAY_MS);
+    const months = (label: string): number =>
+      Number(label.slice(0, 4)) * 12 +
+      Number(label.slice(5, 7)) -
+      (Number(start.slice(0, 4)) * 12 + Number(start.slice(5, 7)));
+    switch (dim) {
+      case 'day':
+        return days(String(value));
+      case 'week':
+        return Math.floor((days(String(value)) + 6) / 7);
+      case 'month':
+        return months(String(value));
+      case 'quarter':
+        return Math.floor(months(String(value)) / 3);
+      case 'hour':
+        return hours.get(range)!.indexOf(String(value));
+      default:
+        return dims.includes(dim) ? value : undefined;
+    }
+  };
+}
+
+/**
+ * The first instant of a local hour at a given offset (seconds): its local start at that offset, or,
+ * when the offset began inside the hour (a half-hour clock change, as on Lord Howe Island), the minute
+ * it began, so that the label is never before every instant the row holds.
+ */
+function firstInstantAt(ms: number, offsetSeconds: number, timeZone: string): number {
+  let at = ms;
+  while (offsetAt(timeZone, at) !== offsetSeconds * 1000 && at < ms + 3_600_000) at += 60_000;
+  return at < ms + 3_600_000 ? at : ms;
+}
 
 /** Refuses a model the compiler cannot serve, in one line with the fix. */
 function checkModel(model: MetricsModel, personal: PersonalColumns): void {
@@ -70,13 +131,51 @@ function checkModel(model: MetricsModel, personal: PersonalColumns): void {
   const last = model.sources[model.sources.length - 1];
   if (!last) throw new ConfigError(`${where}: declare at least one source (the base views)`);
   for (const m of model.metrics.filter((x) => !x.ratio)) {
-    if (!(m.name in last.measures)) {
+    const percentile = model.sources.some((s) => s.measures[m.name]?.aggregate === 'percentile');
+    if (percentile && !model.sources.some((s) => s.timeGrain === undefined && m.name in s.measures)) {
+      throw new ConfigError(
+        `${where}: percentile ${m.name} must be measured by a source of base rows (one row per unit)`,
+      );
+    }
+    for (const s of model.sources) {
+      const f = s.measures[m.name]?.fraction;
+      if (s.measures[m.name]?.aggregate === 'percentile' && !(typeof f === 'number' && f > 0 && f < 1)) {
+        throw new ConfigError(
+          `${where}: ${m.name} on source ${s.name} is a percentile: give it a fraction between 0 and 1 (0.5 for the median)`,
+        );
+      }
+    }
+    // A percentile is computed over rows that are each one unit (one order), which the last source's
+    // rows (an order's items, say) need not be: it is measured only where the pack says so.
+    if (!percentile && !(m.name in last.measures)) {
       throw new ConfigError(
         `${where}: the last source (${last.name}) must measure every metric; add ${m.name} to its measures`,
       );
     }
     if ((m.people || model.smallGroups?.always) && last.people === undefined) {
       throw new ConfigError(`${where}: ${m.name} counts people, so source ${last.name} must name its people column`);
+    }
+  }
+  for (const a of model.amounts ?? []) {
+    if (!model.sources.some((s) => a.name in (s.amounts ?? {}))) {
+      throw new ConfigError(
+        `${where}: amount ${a.name} is carried by no source; name its column in a source's amounts`,
+      );
+    }
+    if (a.bands.some((e, i) => i > 0 && e <= a.bands[i - 1]!)) {
+      throw new ConfigError(`${where}: amount ${a.name}: its bands must be ascending`);
+    }
+  }
+  for (const e of model.entities ?? []) {
+    if (!model.sources.some((s) => e.name in (s.entities ?? {}))) {
+      throw new ConfigError(
+        `${where}: entity ${e.name} is named by no source; name its id column in a source's entities`,
+      );
+    }
+    if (!(e.id in personal)) {
+      throw new ConfigError(
+        `${where}: entity ${e.name}'s id ${e.id} must be declared personal (an internal_id), so it leaves only as a token`,
+      );
     }
   }
   for (const a of model.attributes) {
@@ -88,7 +187,6 @@ function checkModel(model: MetricsModel, personal: PersonalColumns): void {
   }
   // A personal column as an attribute is refused by the registry's selection check: dimensions are
   // declared plain, and a personal source selected plain fails start-up.
-  void personal;
 }
 
 /** Builds the tool from a pack's metric declarations. */
@@ -100,14 +198,20 @@ export function metricsTemplate(
   checkModel(model, personal);
   const name = model.toolName ?? METRICS_TOOL;
   const metricNames = model.metrics.map((m) => m.name) as [string, ...string[]];
-  const dimensionNames = [...TIME_GRAINS, ...CYCLIC_TIMES, ...model.attributes.map((a) => a.name)] as [
-    string,
-    ...string[],
-  ];
+  const derived = derivedDimensions(model);
+  const dimensionNames = [
+    ...TIME_GRAINS,
+    ...CYCLIC_TIMES,
+    ...model.attributes.map((a) => a.name),
+    ...derived.map((d) => d.name),
+  ] as [string, ...string[]];
   const unitOf = (name: string): string => model.metrics.find((m) => m.name === name)!.unit;
 
+  // The derived dimensions are for grouping (repeat buyers: group by the entity's type); min_ and
+  // max_ bound an amount. Their filters would cost every model the listing's bytes for one row less.
+  const filterable = model.attributes.map((a) => ({ name: a.name, values: a.values }));
   const filterFields = Object.fromEntries(
-    model.attributes.map((a) => [
+    filterable.map((a) => [
       a.name,
       z
         .array(a.values ? z.enum(a.values) : label)
@@ -116,18 +220,34 @@ export function metricsTemplate(
         .optional(),
     ]),
   );
+  const amountFields = Object.fromEntries(
+    (model.amounts ?? []).flatMap((a) => [
+      [`min_${a.name}`, z.number().min(0).optional()],
+      [`max_${a.name}`, z.number().min(0).optional()],
+    ]),
+  );
   const input = z
     .strictObject({
-      metrics: z.array(z.enum(metricNames)).min(1).max(MAX_METRICS),
+      metrics: z
+        .array(
+          z.enum(metricNames, {
+            error: (issue) => `${quote(issue.input)} is not a metric; the metrics are ${metricNames.join(', ')}`,
+          }),
+        )
+        .min(1)
+        .max(MAX_METRICS),
       group_by: z.array(z.enum(dimensionNames)).max(2).optional(),
       filters: z
         .strictObject(filterFields, {
-          error: `is not a known filter; the filters are ${model.attributes.map((a) => a.name).join(', ')}`,
+          error: `is not a known filter; the filters are ${filterable.map((a) => a.name).join(', ')}`,
         })
         .optional(),
+      ...amountFields,
       ...dateRangeFields,
       ...compareToField,
-      order_by: z.enum(metricNames).optional().describe('A metric asked for, biggest first'),
+      // Any text in the listing: it must be a metric asked for, which the refinement below says (the
+      // listing need not name every metric twice).
+      order_by: z.string().optional().describe('A metric asked for, biggest first'),
       limit: rowLimit(MAX_ROWS).describe('Rows per currency'),
     })
     .superRefine((value, ctx) => {
@@ -146,6 +266,21 @@ export function metricsTemplate(
       }
       if (value.order_by !== undefined && !value.metrics?.includes(value.order_by)) {
         ctx.addIssue({ code: 'custom', path: ['order_by'], message: 'must be one of the metrics asked for' });
+      }
+      for (const a of model.amounts ?? []) {
+        const bounds = value as Record<string, unknown>;
+        const [min, max] = [bounds[`min_${a.name}`], bounds[`max_${a.name}`]] as (number | undefined)[];
+        if (min !== undefined && max !== undefined && max <= min) {
+          ctx.addIssue({ code: 'custom', path: [`max_${a.name}`], message: `must be above min_${a.name}` });
+        }
+      }
+      const apart = value.metrics ? unservable(model, value as MetricsArgs) : undefined;
+      if (apart !== undefined) {
+        const message = [
+          `${apart.metrics.join(', ') || 'these metrics'} cannot be computed with`,
+          `${apart.others.join(', ') || 'each other'}: they are counted over different rows; ask in two calls`,
+        ].join(' ');
+        ctx.addIssue({ code: 'custom', path: ['metrics'], message });
       }
     })
     .superRefine(checkDateRange, DATE_RANGE_ALWAYS);
@@ -188,12 +323,16 @@ export function metricsTemplate(
   for (const a of model.attributes) {
     if (a.labelled) columns[`${a.name}_name`] = { type: 'text', source: a.labelled, treatment: 'plain' };
   }
+  // An entity leaves as its token, never its id (the same token as the row lists give).
+  for (const e of model.entities ?? []) columns[e.name] = { type: 'text', source: e.id, treatment: 'token' };
   columns.is_total = plain('integer');
   columns.grand = plain('integer');
   columns.groups = plain('integer');
-  columns.people_in_row = { type: 'integer', source: 'computed', treatment: 'distinct_people' };
-  columns.hidden_cells = { type: 'integer', source: 'computed', treatment: 'hidden_groups' };
-  const peopleColumn = model.sources[model.sources.length - 1]!.people;
+  // A model that counts no one keeps no small-group rule: both columns are selected (as NULL and 0) and dropped.
+  const countsAnyone = model.smallGroups?.always === true || model.metrics.some((m) => m.people === true);
+  columns.people_in_row = { type: 'integer', source: 'computed', treatment: countsAnyone ? 'distinct_people' : 'drop' };
+  columns.hidden_cells = { type: 'integer', source: 'computed', treatment: countsAnyone ? 'hidden_groups' : 'drop' };
+  const peopleColumn = countsAnyone ? model.sources[model.sources.length - 1]!.people : undefined;
 
   const present = (
     rows: ResultRow[],
@@ -202,7 +341,7 @@ export function metricsTemplate(
     ctx: { timeZone: string },
   ): Record<string, unknown> => {
     const dims = args.group_by ?? [];
-    const money = baseMetrics(model, args.metrics).some((n) => unitOf(n) === 'money');
+    const money = perCurrency(model, args);
     const figures = (r: ResultRow): Figures => ({
       ...(money ? { currency: r.currency } : {}),
       ...Object.fromEntries(args.metrics.map((m) => [m, r[m] ?? null])),
@@ -217,6 +356,11 @@ export function metricsTemplate(
         continue;
       }
       if (Number(r.groups) > args.limit) cut = true;
+      // At most 100 rows whatever the currencies; the totals come beside them.
+      if (out.length >= MAX_ROWS) {
+        cut = true;
+        continue;
+      }
       const keys: Figures = {};
       let bounds = {};
       for (const d of dims) {
@@ -224,7 +368,7 @@ export function metricsTemplate(
         if (d === 'weekday') keys.weekday = WEEKDAYS[Number(value) - 1] ?? null;
         else if (d === 'hour') {
           const [local, offset] = String(value).split('|');
-          const ms = Date.parse(`${local}:00Z`) - Number(offset) * 1000;
+          const ms = firstInstantAt(Date.parse(`${local}:00Z`) - Number(offset) * 1000, Number(offset), ctx.timeZone);
           keys.hour = isoInZone(ms, ctx.timeZone);
           const until = args.until === undefined ? undefined : Date.parse(args.until);
           if (until !== undefined && until > ms && until < ms + 3_600_000)
@@ -245,30 +389,79 @@ export function metricsTemplate(
     };
   };
 
+  /**
+   * Every row with its prior figure and change, as every total: a row pairs with the prior row of the
+   * same attributes and currency, and of the same place in the range for a time bucket (the third day,
+   * the second week). A group of the prior range missing now fell to zero and is listed with zeros,
+   * unless the current answer was cut (it may lie past the cut). A group missing from a complete prior
+   * answer had zero then; from a cut one, its prior figure is unknown (null).
+   */
   const compare = (
     current: Record<string, unknown>,
     prior: Record<string, unknown>,
     comparison: ComparisonEcho,
   ): Record<string, unknown> => {
-    const key = (t: Figures): string => String(t.currency ?? '');
-    const before = new Map((prior.totals as Figures[]).map((t) => [key(t), t]));
-    const now = new Map((current.totals as Figures[]).map((t) => [key(t), t]));
-    const currencies = [...new Set([...now.keys(), ...before.keys()])].sort();
     const metrics = Object.keys((current.totals as Figures[])[0] ?? (prior.totals as Figures[])[0] ?? {}).filter(
       (k) => k !== 'currency',
     );
-    const totals = currencies.map((c) => {
-      const p = before.get(c);
-      const n = now.get(c);
-      const t: Figures = c === '' ? {} : { currency: c };
+    const zero = (m: string): number | null => (unitOf(m) === 'count' || unitOf(m) === 'money' ? 0 : null);
+    const paired = (
+      now: Figures | undefined,
+      before: Figures | undefined,
+      priorKnown: boolean,
+      keys: Figures,
+    ): Figures => {
+      const t: Figures = { ...keys, ...(now ?? Object.fromEntries(metrics.map((m) => [m, zero(m)]))) };
       for (const m of metrics) {
-        const value = (p?.[m] ?? (p ? null : 0)) as number | null;
-        t[m] = value;
-        t[`${m}_change_pct`] = changeOf((n?.[m] ?? (n ? null : 0)) as number | null, value).change_pct;
+        const value = (before?.[m] ?? (before || !priorKnown ? null : zero(m))) as number | null;
+        t[`${m}_prior`] = value;
+        t[`${m}_change_pct`] = changeOf((t[m] ?? null) as number | null, value).change_pct;
       }
       return t;
-    });
-    return { ...current, comparison: { ...comparison, totals } };
+    };
+    const totalKey = (t: Figures): string => String(t.currency ?? '');
+    const totals = pairGroups(current.totals as Figures[], prior.totals as Figures[], totalKey).map(
+      ({ now, before }) => {
+        const currency = (now ?? before)!.currency;
+        const t = paired(now, before, true, currency ? { currency } : {});
+        // The totals keep their shape: the prior figure under the metric's name, and its change.
+        return Object.fromEntries(
+          Object.entries(t)
+            .filter(([k]) => !metrics.includes(k))
+            .map(([k, v]) => [k.endsWith('_prior') ? k.slice(0, -'_prior'.length) : k, v]),
+        );
+      },
+    );
+    totals.sort((a, b) => totalKey(a).localeCompare(totalKey(b)));
+    const rows = current.rows as Figures[] | undefined;
+    if (rows === undefined) return { ...current, comparison: { ...comparison, totals } };
+    const dims = Object.keys(rows[0] ?? (prior.rows as Figures[])[0] ?? {}).filter(
+      (k) => !metrics.includes(k) && !['currency', 'partial', 'first_day', 'last_day', 'until'].includes(k),
+    );
+    const placeOf = placeInRange(dims, current, prior);
+    const key = (r: Figures, range: Record<string, unknown>): string =>
+      JSON.stringify([...dims.map((d) => placeOf(d, r, range)), r.currency ?? null]);
+    const before = new Map((prior.rows as Figures[]).map((r) => [key(r, prior), r]));
+    const out: Figures[] = [];
+    for (const r of rows) {
+      const k = key(r, current);
+      out.push(paired(r, before.get(k), prior.truncated !== true, {}));
+      before.delete(k);
+    }
+    if (current.truncated !== true) {
+      for (const r of before.values()) {
+        if (out.length >= MAX_ROWS) break;
+        const keys = Object.fromEntries(
+          Object.entries(r).filter(
+            ([k]) => !metrics.includes(k) && !['partial', 'first_day', 'last_day', 'until'].includes(k),
+          ),
+        );
+        // A time bucket that had figures then but none now is not a group that fell: it is another date.
+        if (dims.some((d) => (TIME_GRAINS as readonly string[]).includes(d))) continue;
+        out.push(paired(undefined, r, true, keys));
+      }
+    }
+    return { ...current, rows: out, comparison: { ...comparison, totals } };
   };
 
   const examples: [Record<string, unknown>, ...Record<string, unknown>[]] = [
@@ -294,17 +487,18 @@ export function metricsTemplate(
 
   return {
     guide: guideOf(model),
+    guidePages: { variable: 'metric', pages: pagesOf(model) },
     name,
     title: `Metrics of ${model.subject}`,
     description: [
-      `Metrics of ${model.subject}: totals, or by up to two dimensions, filtered, ranked and compared.`,
+      `Metrics of ${model.subject}: totals or by up to two dimensions, filtered, ranked, compared.`,
       `Use it for ${
         (model.questions ?? [])
           .slice(0, 1)
           .map((q) => JSON.stringify(q.question))
           .join(' or ') || 'totals and breakdowns'
       }.`,
-      'Metrics and dimensions: querygate://catalog.',
+      `A metric's meaning and example calls: querygate://catalog/${name}/{metric}.`,
     ].join(' '),
     input: input as unknown as z.ZodType<MetricsArgs>,
     examples,
@@ -332,5 +526,9 @@ export function metricsTemplate(
       : {}),
     present,
     compare,
+    // The comparison range's every group (up to 100 a currency), so that each row listed now finds its own.
+    priorArguments: (args) => ({ ...args, limit: MAX_ROWS }),
+    totalRows: MAX_TOTAL_ROWS,
+    ...(model.dataThrough ? { dataThrough: model.dataThrough } : {}),
   };
 }

@@ -1,4 +1,5 @@
 /** The content a server offers besides its tools, and the request as its resources, prompts and completions see it. */
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { ContentContext } from '../content-declarations.js';
 import { contentOf, type ServerContent } from '../content.js';
 import { localToday } from '../lib/periods.js';
@@ -19,6 +20,9 @@ export function followingTools(deps: DispatchDeps, uris: Iterable<string>): stri
   return [...uris].filter((uri) => following.has(uri));
 }
 
+const wholeInput = (deps: DispatchDeps, tool: Tool): Tool['inputSchema'] =>
+  (deps.registry.argumentSchemas.get(tool.name) as Tool['inputSchema'] | undefined) ?? tool.inputSchema;
+
 /** The content served, and what it may know of the request it answers. */
 export function contentFor(ctx: HandlerContext): { content: ServerContent; context: ContentContext } {
   const { deps, caller, signal, traceparent, log } = ctx;
@@ -29,7 +33,9 @@ export function contentFor(ctx: HandlerContext): { content: ServerContent; conte
       caller,
       timeZone,
       today: localToday(timeZone, (deps.now ?? Date.now)()),
-      tools: deps.registry.toolsFor(caller),
+      // With their whole input schemas: querygate://catalog and completions give every value a
+      // listing leaves to the instructions (a period's names).
+      tools: deps.registry.toolsFor(caller).map((tool) => ({ ...tool, inputSchema: wholeInput(deps, tool) })),
       callTool: (name, args) => deps.registry.call(name, args, deps, { caller, signal, traceparent, report: log }),
     },
   };

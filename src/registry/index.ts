@@ -15,6 +15,7 @@ import type { Registry } from './interface.js';
 import { lookUpJob, serveJobs, submitJob } from './jobs.js';
 import { reportRunner, runReport, serveReports } from './reports.js';
 import { serveTemplates } from './templates.js';
+import { listedInput } from './tools.js';
 import type { AnyTemplate, TemplateLimits } from './types.js';
 
 export interface RegistryOptions {
@@ -43,15 +44,18 @@ export function createRegistry(templates: readonly AnyTemplate[], options: Regis
     options.jobs ? reports.byName.values() : [],
     (name) => served.byName.has(name) || reports.byName.has(name),
   );
-  const tools = [...served.tools, ...reports.tools, ...jobs.tools];
+  const whole = [...served.tools, ...reports.tools, ...jobs.tools];
+  const tools = whole.map((tool) => ({ ...tool, inputSchema: listedInput(tool.inputSchema) }));
   const { allowed, mayRunAsJob } = accessTo(served, reports, jobs);
   const { limits } = options;
   const runFor = reportRunner(served.byName, limits);
 
   const answerSchemas = new Map([...served.answers, ...reports.answers, ...jobs.answers]);
+  const argumentSchemas = new Map(whole.map((tool) => [tool.name, tool.inputSchema as Record<string, unknown>]));
 
   return {
     tools,
+    argumentSchemas,
     answerSchemas,
     dataScopeDimensions: served.dimensions,
     toolsFor: (caller, listing) => {

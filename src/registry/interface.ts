@@ -55,8 +55,14 @@ export interface Registry {
   /** Every tool exactly as `tools/list` returns it, computed once. */
   readonly tools: readonly Tool[];
   /**
+   * Each tool's whole input schema, every bound the server checks, by tool name: its listed input
+   * schema leaves out the period's names, which the instructions list, and what only a malformed call
+   * meets (src/registry/tools.ts, listedInput).
+   */
+  readonly argumentSchemas: ReadonlyMap<string, Record<string, unknown>>;
+  /**
    * Each tool's whole answer schema, every field typed down to the rows' columns, by tool name: its
-   * listed output schema outlines it (src/registry/tools.ts).
+   * listed output schema is `{"type": "object"}` (src/registry/tools.ts, outline).
    */
   readonly answerSchemas: ReadonlyMap<string, Record<string, unknown>>;
   /**

@@ -1,7 +1,7 @@
 /**
  * The fields the registry adds to every answer, so that no template or report can leave them out.
  * Their meaning is the same in every tool, so the server's instructions say it once
- * (src/protocol/identity.ts) and the listed schemas carry only their types.
+ * (src/protocol/identity.ts); the whole answer schemas type them.
  */
 import { z } from 'zod';
 import { rangeEcho } from '../lib/result-shape.js';
@@ -9,11 +9,12 @@ import type { AnyTemplate } from './types.js';
 
 /**
  * The answer fields every tool shares: the range it echoes and what the registry adds. The server's
- * instructions say what they mean once, and no tool's listed output schema repeats them.
+ * instructions say what they mean once, for every tool.
  */
 export const SHARED_ANSWER_FIELDS: ReadonlySet<string> = new Set([
   ...Object.keys(rangeEcho),
   'data_as_of',
+  'data_through',
   'data_stale',
   'data_scope',
 ]);
@@ -29,6 +30,12 @@ export const FIGURES_COVER = z.enum(['all', 'visible_groups_only']);
  * before this instant.
  */
 export const DATA_AS_OF = z.string();
+
+/**
+ * For a template whose pack declares its high-water mark: the newest data the figures saw (ISO 8601),
+ * read before them; null while the pack holds no data. Absent from the steps of a report.
+ */
+export const DATA_THROUGH = z.string().nullable().optional();
 
 /** Present on a template's answer read from a hot standby further behind its primary than the operator allows. */
 export const DATA_STALE = z.literal(true).optional();

@@ -99,7 +99,7 @@ export function reportRunner(
     const resolved = resolvePeriods(parsed.data, deps.ctx.timeZone, nowMs) as Record<string, unknown>;
     // A report comparing a running range cuts the other range itself (at the same local time of day).
     if (options?.until !== undefined) resolved.until = isoUtc(options.until);
-    const { data, rowCount } = await answer(entry, resolved, deps, signal, limits?.[template.name], scope);
+    const { data, rowCount } = await answer(entry, resolved, deps, signal, limits?.[template.name], scope, true);
     step(rowCount);
     return data as never;
   };

@@ -4,7 +4,15 @@ import type { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import { checkContract, checkDeclaration, checkStatements } from './checks/index.js';
 import type { Entry } from './entries.js';
-import { DATA_AS_OF, DATA_SCOPE, DATA_STALE, FIGURES_COVER, scopable, SUPPRESSED_GROUPS } from './outputs.js';
+import {
+  DATA_AS_OF,
+  DATA_SCOPE,
+  DATA_STALE,
+  DATA_THROUGH,
+  FIGURES_COVER,
+  scopable,
+  SUPPRESSED_GROUPS,
+} from './outputs.js';
 import { shapedColumns } from './shaping/rows.js';
 import { describe, jsonSchema, outline } from './tools.js';
 import { DEFAULT_SMALL_GROUP_THRESHOLD, TOOL_ANNOTATIONS, type AnyTemplate } from './types.js';
@@ -58,6 +66,7 @@ function templateEntry(template: AnyTemplate, inputSchema: Tool['inputSchema'], 
   // checkContract has seen the output is an object.
   const output = (template.output as z.ZodObject).extend({
     data_as_of: DATA_AS_OF,
+    ...(template.dataThrough ? { data_through: DATA_THROUGH } : {}),
     data_stale: DATA_STALE,
     // Only a template that applies a data scope is ever served to a scoped caller.
     ...(scopable([template]) ? { data_scope: DATA_SCOPE } : {}),

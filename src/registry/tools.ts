@@ -1,14 +1,14 @@
 /** How a tool is listed: its JSON schemas and the description a model chooses it by. */
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
-import { SHARED_ANSWER_FIELDS } from './outputs.js';
+import { PERIODS } from '../lib/periods.js';
 import type { AnyTemplate } from './types.js';
 
 /**
- * A zod schema as a JSON schema; an input or output must be an object. An input is listed as it is
- * given here; an output given here is the tool's whole answer schema, which `tools/list` outlines
- * (`outline`). Every client reads these lists into a model's context on every session, so the
- * generator's noise is left out (see `compact`).
+ * A zod schema as a JSON schema; an input or output must be an object. An input given here is the
+ * tool's whole input schema, which `tools/list` gives as `listedInput` leaves it; an output, its whole
+ * answer schema, which `tools/list` gives as an object (`outline`). Both are the public contract, so
+ * only the generator's noise is left out here (see `compact`).
  */
 export function jsonSchema(
   schema: z.ZodType,
@@ -22,31 +22,62 @@ export function jsonSchema(
 }
 
 /**
- * An answer's listed schema: its own top-level fields, each typed; an object or a list of objects
- * below them typed by its kind (`object`, or `array` of `object` with its `maxItems`), not field by
- * field. No `required` list: it named every field a second time (787 bytes of the sales pack's
- * listing), which a model does not need to read an answer, and the whole schema keeps it. The fields every answer shares (its range, data_as_of and the
- * rest) the instructions name once and no tool repeats. A client validating an answer against it
- * accepts every answer the server sends, since the server parses each answer with its whole zod
- * schema before sending it. That whole schema, as `jsonSchema` gives it, is the tool's answer schema,
- * which the public contract (contract/tools.json) carries.
+ * An answer's listed schema: `{"type": "object"}`, what MCP asks of every output schema. A model
+ * chooses and calls a tool by its name, description and input schema, and reads the answer itself,
+ * JSON whose field names say what they hold (the instructions say once what the fields many tools
+ * share mean); outlines field by field cost 2,681 bytes of the sales pack's listing, against issue
+ * 30's budget of 8 KB read before the first question. A client validating an answer against it
+ * accepts every answer the server sends. The whole answer schema, as `jsonSchema` gives it, is the
+ * tool's public contract (contract/tools.json), and the contract suite checks every answer against it.
  */
-export function outline(schema: Record<string, unknown>): Record<string, unknown> {
-  const properties = (schema.properties ?? {}) as Record<string, Record<string, unknown>>;
-  const listed = Object.entries(properties).filter(([name]) => !SHARED_ANSWER_FIELDS.has(name));
-  const { required: _required, ...rest } = schema;
-  return { ...rest, properties: Object.fromEntries(listed.map(([name, field]) => [name, byKind(field)])) };
+export function outline(_answer: Record<string, unknown>): Record<string, unknown> {
+  return { type: 'object' };
 }
 
-/** A field's schema with what lies below it left out: an object's fields, a list's objects' fields. */
-function byKind(field: Record<string, unknown>): Record<string, unknown> {
-  const { properties: _p, required: _r, additionalProperties: _a, items, ...kind } = field;
-  if (isObjectSchema(items)) return { ...kind, items: { type: 'object' } };
-  return items === undefined ? kind : { ...kind, items };
+/**
+ * An input as `tools/list` gives it: the whole input schema without what the instructions say once
+ * for every tool, and without what only a malformed call meets, which the server refuses with a
+ * message naming the argument and the rule (a model-fixable error). Left out:
+ * - the value list of the shared `period` argument (twelve names on every tool with a date range,
+ *   845 bytes of the sales pack's listing): the instructions list them once (src/protocol/identity.ts);
+ * - `additionalProperties: false` (a model sends the arguments listed);
+ * - the length bounds of a text (an empty name, a 100-character one), `minItems: 1` (an empty list),
+ *   and a list's `maxItems` when its items are values of a list no longer (only repeats reach it).
+ * Every other value list, number bound, list length, default and format stays: a model chooses its
+ * arguments by them. The whole schema is the public contract (contract/tools.json, the registry's
+ * `argumentSchemas`), and completions and querygate://catalog read it.
+ */
+export function listedInput<T>(schema: T): T {
+  return dropSaidElsewhere(schema) as T;
 }
 
-const isObjectSchema = (value: unknown): boolean =>
-  typeof value === 'object' && value !== null && [(value as { type?: unknown }).type].flat().includes('object');
+function dropSaidElsewhere(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(dropSaidElsewhere);
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const node = schema as Record<string, unknown>;
+  const itemValues = (node.items as { enum?: unknown[] } | undefined)?.enum;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(node)) {
+    if (key === 'enum' && Array.isArray(value) && enumKey(value) === enumKey(PERIODS)) continue;
+    if (key === 'additionalProperties' && value === false) continue;
+    if ((key === 'minLength' || key === 'maxLength') && node.type === 'string') continue;
+    if (key === 'minItems' && value === 1) continue;
+    if (key === 'maxItems' && Array.isArray(itemValues) && typeof value === 'number' && value >= itemValues.length)
+      continue;
+    out[key] =
+      key === 'properties'
+        ? mapValues(value, dropSaidElsewhere)
+        : VALUE_KEYWORDS.has(key)
+          ? value
+          : dropSaidElsewhere(value);
+  }
+  return out;
+}
+
+const mapValues = (map: unknown, f: (value: unknown) => unknown): unknown =>
+  typeof map === 'object' && map !== null
+    ? Object.fromEntries(Object.entries(map).map(([name, value]) => [name, f(value)]))
+    : map;
 
 /** The value lists a tool's input lists (null aside), as keys: an output echoing one needs only its type. */
 function enumsOf(schema: unknown, found = new Set<string>()): Set<string> {

@@ -143,6 +143,12 @@ export interface ToolContract<Args, Output extends Record<string, unknown>> {
    * example call per common question.
    */
   readonly guide?: string;
+  /**
+   * The guide one page at a time: a Markdown page per value of one thing the arguments name
+   * (query_metrics: per metric), served as querygate://catalog/{tool}/{<variable>} (src/docs.ts), so
+   * that a model reads the part it needs rather than the whole catalog.
+   */
+  readonly guidePages?: { readonly variable: string; readonly pages: Readonly<Record<string, string>> };
 }
 
 /**
@@ -187,12 +193,38 @@ export interface QueryTemplate<Args, Output extends Record<string, unknown>, DB 
    */
   compare?(current: Output, prior: Output, comparison: ComparisonEcho): Output;
   /**
+   * The arguments of the comparison range's statement, from the call's (with the other range): a
+   * template that pairs rows can ask for more of them there (every group, not the top few), so that a
+   * group listed now finds its prior figure. Unset, the same arguments.
+   */
+  readonly priorArguments?: (args: Args) => Args;
+  /**
+   * Rows a statement returns first beside the capped ones, never counted in the cap: the totals of a
+   * tool whose `limit: 100` gives 100 rows and its totals. At most this many.
+   */
+  readonly totalRows?: number;
+  /**
    * For a tool that routes calls to rollups (query_metrics): the same tool reading only its base rows.
    * The contract suite holds every routed answer to the baseline's, so a rollup that disagrees with
    * the rows it sums fails.
    */
   readonly baseline?: () => QueryTemplate<Args, Output, DB>;
+  /**
+   * The pack's high-water mark (given by templateKit, or a metrics model's `dataThrough`): read before
+   * each call, it becomes the answer's `data_through`, and a range still running is cut there when
+   * the data stop before now.
+   */
+  readonly dataThrough?: HighWaterMark<DB>;
 }
+
+/**
+ * How a pack reads how far its data reach: a select of one row whose one column, `data_through`, is a
+ * timestamptz (the newest order, or the last load in a load log); no row or NULL when there is no data
+ * yet. It runs as every statement does: through the reader role, read-only, under the statement
+ * timeout, and for a scoped caller it binds every value of `ctx.dataScope` (the newest data it may see).
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type HighWaterMark<DB = any> = (db: Kysely<DB>, ctx: QueryContext) => RowQuery;
 
 /** The range a result is compared with, as compare() gets it and the result echoes it. */
 export interface ComparisonEcho {
@@ -209,13 +241,13 @@ export interface ComparisonEcho {
 export type AnyTemplate = QueryTemplate<any, Record<string, unknown>>;
 
 /**
- * Every tool only reads. destructiveHint and idempotentHint are left out: MCP gives them meaning only
- * when readOnlyHint is false. So is openWorldHint: it tells a host whether a tool reaches beyond its
- * own domain (the web, say), which a read of the pack's own views never does, and no host acts on it
- * for a read-only tool; 22 bytes on every tool of every listing.
+ * Every tool only reads, and only the pack's own views: closed-world. MCP's defaults are the other way
+ * (readOnlyHint false, openWorldHint true), so both are said; destructiveHint and idempotentHint are
+ * left out, since MCP gives them meaning only when readOnlyHint is false.
  */
 export const TOOL_ANNOTATIONS = {
   readOnlyHint: true,
+  openWorldHint: false,
 } as const;
 
 /** Tool names: snake_case, a verb and at least one noun (`query_order_count`). */

@@ -71,17 +71,15 @@ describe('submit_trend_report and get_report_job', () => {
       expect(byName.has(name), name).toBe(true);
     }
     expect(byName.get('submit_trend_report')!.inputSchema).toEqual(byName.get('sales_trend_report')!.inputSchema);
-    expect(byName.get('submit_trend_report')!.annotations).toMatchObject({
-      readOnlyHint: false,
-      destructiveHint: false,
-      idempotentHint: false,
-    });
-    // Read-only: MCP gives destructiveHint and idempotentHint meaning only for a tool that writes.
-    expect(byName.get('get_report_job')!.annotations).toEqual({ readOnlyHint: true });
-    expect(byName.get('cancel_report_job')!.annotations).toMatchObject({
-      readOnlyHint: false,
+    // Each says the hints whose MCP default is wrong for it: readOnlyHint defaults to false,
+    // destructiveHint to true, idempotentHint to false, and openWorldHint to true (none reaches beyond
+    // the server).
+    expect(byName.get('submit_trend_report')!.annotations).toEqual({ destructiveHint: false, openWorldHint: false });
+    expect(byName.get('get_report_job')!.annotations).toEqual({ readOnlyHint: true, openWorldHint: false });
+    expect(byName.get('cancel_report_job')!.annotations).toEqual({
       destructiveHint: false,
       idempotentHint: true,
+      openWorldHint: false,
     });
   });
 

@@ -236,12 +236,21 @@ describe('completions of explore_metric, the prompt the metric declarations deri
       'net_orders',
       'revenue',
       'avg_order_value',
+      'gross_amount',
+      'median_order_value',
+      'p90_order_value',
       'customers',
+      'orders_per_customer',
       'refunded_orders',
       'refund_rate',
       'units',
     ]);
     expect(await complete(open, 'group_by', 'w')).toEqual(['week', 'weekday']);
+    expect(await complete(open, 'group_by', 'customer_')).toEqual([
+      'customer_orders',
+      'customer_type',
+      'customer_since',
+    ]);
     expect(await complete(open, 'status')).toEqual(['pending', 'paid', 'shipped', 'cancelled', 'refunded']);
   });
 
@@ -262,6 +271,24 @@ describe('completions of explore_metric, the prompt the metric declarations deri
     expect(mine.length).toBeLessThan(all.length);
     expect(await complete(scoped, 'region')).toEqual(mine);
     expect(scoped.audits.at(-1)?.tool).toBe('query_metrics');
+  });
+
+  it('offer every product sold in the last 90 days (more than one answer holds), and a full SKU typed gets itself', async () => {
+    const { rows } = await admin.query<{ sku: string; orders: number }>(
+      `select p.sku, count(distinct o.id)::int as orders from sales.orders o join sales.order_items i on i.order_id = o.id
+         join sales.products p on p.id = i.product_id where ${ANY} group by 1 order by 2, 1`,
+    );
+    const skus = rows.map((r) => r.sku).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    expect(skus.length).toBeGreaterThan(100);
+    const all = await open.client.complete({
+      ref: { type: 'ref/prompt', name: 'explore_metric' },
+      argument: { name: 'product', value: '' },
+    });
+    expect(all.completion).toEqual({ values: skus.slice(0, 100), total: skus.length, hasMore: true });
+    // The least ordered product, which a list of the 100 most ordered leaves out, typed in full.
+    const rarest = rows[0]!.sku;
+    expect(await complete(open, 'product', rarest)).toEqual(skus.filter((s) => s.startsWith(rarest)));
+    expect(await complete(open, 'product', rarest)).toContain(rarest);
   });
 
   it('tell the model the one call that answers the question', async () => {

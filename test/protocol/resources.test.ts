@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { salesPack } from '../../pack/index.js';
 import { METRIC_NAMES } from '../../pack/docs.js';
 import { templates } from '../../queries/index.js';
+import { reports } from '../../reports/index.js';
 import { DEFAULT_READER_ROLE } from '../../src/config.js';
 import type { ResourceTemplate } from '../../src/content-declarations.js';
 import { contentOf } from '../../src/content.js';
@@ -86,6 +87,7 @@ describe.each(['legacy', 'modern'] as const)('the documentation resources, %s', 
     }
     expect((await client.listResourceTemplates()).resourceTemplates).toEqual([
       expect.objectContaining({ uriTemplate: 'querygate://reports/weekly/{week}', mimeType: 'text/markdown' }),
+      expect.objectContaining({ uriTemplate: 'querygate://catalog/query_metrics/{metric}', mimeType: 'text/markdown' }),
     ]);
   });
 
@@ -95,11 +97,14 @@ describe.each(['legacy', 'modern'] as const)('the documentation resources, %s', 
     const listed = (era === 'modern' ? await h.modern.listTools() : await h.client.listTools()).tools;
     const tools = sections(text, '##');
     expect([...tools.keys()].map((heading) => heading.split(':')[0])).toEqual(TOOLS);
+    // Every argument with its whole schema: the period's names, which the listing leaves to the instructions, too.
+    const whole = createRegistry(templates, { reports }).argumentSchemas;
     for (const tool of listed) {
       const section = tools.get(`${tool.name}: ${tool.title}`)!;
       expect(section, tool.name).toContain(tool.description!);
-      const required = new Set(tool.inputSchema.required ?? []);
-      for (const [name, property] of Object.entries(tool.inputSchema.properties ?? {})) {
+      const inputSchema = whole.get(tool.name) as typeof tool.inputSchema;
+      const required = new Set(inputSchema.required ?? []);
+      for (const [name, property] of Object.entries(inputSchema.properties ?? {})) {
         const row = section.split('\n').find((line) => line.startsWith(`| \`${name}\` |`));
         expect(row, `${tool.name}.${name}`).toBeDefined();
         const cells = row!.split(' | ');
@@ -113,6 +118,41 @@ describe.each(['legacy', 'modern'] as const)('the documentation resources, %s', 
       expect(call.name).toBe(tool.name);
       structured(await h.call(call.name, call.arguments)); // fails the test with the error text if refused
     }
+  });
+
+  it("serve query_metrics' guide one metric at a time, completed and refused by name", async () => {
+    const client = era === 'modern' ? h.modern : h.client;
+    const { text: catalog } = await read(h, era, 'querygate://catalog');
+    const metrics = salesPack.templates.find((t) => t.name === 'query_metrics')!.guidePages!;
+    expect(metrics.variable).toBe('metric');
+    const names = Object.keys(metrics.pages);
+    const ref = { type: 'ref/resource' as const, uri: 'querygate://catalog/query_metrics/{metric}' };
+    const offered = await client.complete({ ref, argument: { name: 'metric', value: 'refund' } });
+    expect(offered.completion.values).toEqual(names.filter((n) => n.startsWith('refund')));
+    for (const name of names) {
+      const { text, mimeType } = await read(h, era, `querygate://catalog/query_metrics/${name}`);
+      expect(mimeType).toBe('text/markdown');
+      // The metric's row of the catalog, and none of the others'.
+      const row = (of: string): string | undefined =>
+        catalog.split('\n').find((line) => line.startsWith(`| \`${of}\` |`));
+      expect(text.split('\n')).toContain(row(name));
+      for (const other of names.filter((n) => n !== name)) expect(text, `${name} page`).not.toContain(row(other));
+      expect(text).toContain('### Dimensions');
+      // Every example call on the page asks for the metric, and answers.
+      const calls = [...text.matchAll(/^\| .* \| `(\{.*\})` \|$/gm)].map(
+        (m) => JSON.parse(m[1]!) as { metrics: string[] },
+      );
+      expect(calls.length, name).toBeGreaterThan(0);
+      for (const args of calls) {
+        expect(args.metrics).toContain(name);
+        structured(await h.call('query_metrics', args));
+      }
+      expect(Buffer.byteLength(text)).toBeLessThan(Buffer.byteLength(catalog) / 2);
+    }
+    const uri = 'querygate://catalog/query_metrics/no_such_metric';
+    const error = await refusal(era === 'modern' ? h.modern.readResource({ uri }) : h.client.readResource({ uri }));
+    expect(error.code).toBe(-32602);
+    expect(error.message).toMatch(/metric: "no_such_metric" is not one of orders, /);
   });
 
   it('define every figure: net of cancellations and refunds, averages per currency, freshness', async () => {
@@ -343,6 +383,8 @@ describe('a resource template a pack plugs in', () => {
             description: 'How many orders of a status were placed in May 2025.',
             mimeType: 'application/json',
           },
+          // The engine's own, beside the pack's: query_metrics' guide a metric at a time.
+          expect.objectContaining({ uriTemplate: 'querygate://catalog/query_metrics/{metric}' }),
         ]);
         const { rows } = await admin.query<{ n: number }>(
           `select count(*)::int as n from sales.orders

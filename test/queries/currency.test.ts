@@ -487,7 +487,7 @@ describe('item 3: the migration that keys the rollups by currency', () => {
 
 describe('item 3: the answer schemas say which currency each money figure is in', () => {
   // Said once for every tool, in the server's instructions, not on each field of each output schema.
-  // The listing outlines each answer (its rows typed as objects); the whole answer schema, the public
+  // The listing gives each answer as an object; the whole answer schema, the public
   // contract's, types every column.
   it('item 3: every money column sits beside a required currency field, and the instructions say money is in it', () => {
     const { client } = harnesses.get('UTC')!;

@@ -132,3 +132,53 @@ describe('periods in the reporting time zone', () => {
     ]);
   });
 });
+
+describe('half-hour clock changes (issue 30, Wanted 8)', () => {
+  // Lord Howe Island goes back half an hour on 2026-04-05 at 02:00 (+11:00) to 01:30 (+10:30), at
+  // 15:00 UTC on the 4th, and forward half an hour on 2026-10-04 at 02:00 (+10:30) to 02:30 (+11:00).
+  const LORD_HOWE: Array<[id: number, at: string]> = [
+    [101, '2026-04-04T14:45:00Z'], // 01:45+11:00, before the change
+    [102, '2026-04-04T15:10:00Z'], // 01:40+10:30, the repeated half hour
+    [103, '2026-04-04T15:40:00Z'], // 02:10+10:30
+    [104, '2026-10-03T15:40:00Z'], // 02:40+11:00, the hour that begins at the change (02:30)
+  ];
+  let lordHowe: Harness;
+  beforeAll(async () => {
+    for (const [id, at] of LORD_HOWE) {
+      await scratch.admin.query(
+        "insert into sales.orders (id, customer_id, status, ordered_at, total_amount) values ($1, 1, 'paid', $2, 1.00)",
+        [id, at],
+      );
+      await scratch.admin.query(
+        'insert into sales.order_items (order_id, product_id, quantity, unit_price) values ($1, 1, 1, 1.00)',
+        [id],
+      );
+    }
+    lordHowe = await startHarness({ readerUrl: scratch.readerUrl, timeZone: 'Australia/Lord_Howe' });
+  });
+  afterAll(async () => {
+    await lordHowe?.close();
+  });
+
+  it.each([
+    ['2026-04-05', ['2026-04-04T14:00:00Z', '2026-04-04T15:00:00Z', '2026-04-04T15:30:00Z']],
+    ['2026-10-04', ['2026-10-03T15:30:00Z']],
+  ])('label each hour of %s by the first instant it holds, never before its orders', async (day, starts) => {
+    const rows = structured<{ rows: { hour: string; orders: number }[] }>(
+      await lordHowe.call('query_metrics', { metrics: ['orders'], group_by: ['hour'], start_date: day, end_date: day }),
+    ).rows;
+    // Each hour's orders, from the raw rows: those at or after its first instant and before the next hour's.
+    const { rows: raw } = await scratch.admin.query<{ ms: string }>(
+      `select (extract(epoch from ordered_at) * 1000)::bigint::text as ms from sales.orders where id = any($1::int[])`,
+      [LORD_HOWE.map(([id]) => id)],
+    );
+    const instants = raw.map((r) => Number(r.ms));
+    expect(rows.map((r) => Date.parse(r.hour))).toEqual(starts.map((s) => Date.parse(s)));
+    rows.forEach((r, i) => {
+      const from = Date.parse(r.hour);
+      const to = Math.min(from + 3_600_000, Date.parse(rows[i + 1]?.hour ?? '9999-01-01'));
+      expect(r.orders).toBe(instants.filter((t) => t >= from && t < to).length);
+      expect(r.orders).toBeGreaterThan(0);
+    });
+  });
+});

@@ -55,7 +55,10 @@ interface Property {
   readonly anyOf?: readonly Property[];
 }
 
-/** The arguments of a tool by kind, read from the input schema `tools/list` gives. */
+/**
+ * The arguments of a tool by kind, read from its whole input schema: the one `tools/list` gives with
+ * what it leaves to the instructions (a period's names) put back (the registry's argumentSchemas).
+ */
 export interface ArgumentKinds {
   readonly dates: readonly string[];
   readonly enums: ReadonlyArray<{ readonly name: string; readonly values: readonly string[] }>;
@@ -455,9 +458,9 @@ interface RowsEnvelope {
   readonly suppressed_groups?: number;
 }
 
-/** True when the tool's output is a capped list of rows (rowsEnvelope). */
-export function returnsRows(tool: Tool): boolean {
-  const properties = (tool.outputSchema?.properties ?? {}) as Record<string, unknown>;
+/** True when a tool's whole answer schema is a capped list of rows (rowsEnvelope); its listing says only "object". */
+export function returnsRows(answer: Record<string, unknown> | undefined): boolean {
+  const properties = (answer?.properties ?? {}) as Record<string, unknown>;
   return 'rows' in properties && 'row_count' in properties && 'truncated' in properties;
 }
 

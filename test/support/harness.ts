@@ -187,3 +187,27 @@ export function figures(content: unknown): unknown {
 export function textOf(result: CallToolResult): string {
   return result.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
 }
+
+/** One harness per reporting zone and caller, keyed "<zone> <caller name>", over one reader and clock. */
+export async function startHarnessGrid(
+  readerUrl: string,
+  zones: readonly string[],
+  callers: readonly { readonly name: string; readonly caller: NonNullable<HarnessOptions['caller']> }[],
+  now: () => number,
+): Promise<Map<string, Harness>> {
+  const out = new Map<string, Harness>();
+  for (const timeZone of zones) {
+    for (const { name, caller } of callers) {
+      out.set(`${timeZone} ${name}`, await startHarness({ readerUrl, timeZone, caller, now }));
+    }
+  }
+  return out;
+}
+
+/** The regions of the scoped caller of the metrics suites. */
+export const SCOPE = ['Europe', 'Asia Pacific'];
+/** A caller who sees everything and one scoped to SCOPE's regions. */
+export const CALLERS = [
+  { name: 'unscoped', caller: { id: 'analyst' } },
+  { name: 'scoped to Europe and Asia Pacific', caller: { id: 'rep', dataScope: { region: SCOPE } } },
+] as const;

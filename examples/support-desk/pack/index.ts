@@ -14,7 +14,7 @@ export const supportDeskPack = definePack({
   name: 'support_desk',
   subject: 'the support desk',
   instructions: [
-    'The support desk tools take start_date and end_date (YYYY-MM-DD, inclusive, at most 90 days counted inclusively), or a period such as last_week, and look at the tickets opened in that range; split longer periods into several calls.',
+    'The support desk tools take start_date and end_date (YYYY-MM-DD, inclusive), or a period such as last_week, and look at the tickets opened in that range.',
     'Response and resolution times are in hours, as medians and 90th percentiles; tickets still waiting are counted but left out of the times. Requester data comes back desensitized.',
     'query_ticket_metrics gives declared counts, rates and distinct requesters by time, team, priority or status in one call (its metrics: querygate://catalog).',
   ].join(' '),

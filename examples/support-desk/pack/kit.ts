@@ -1,5 +1,5 @@
 /** The one helper the support desk's templates are written with: bound to its views and their personal columns. */
 import { templateKit } from '../../../src/pack.js';
-import { PERSONAL_COLUMNS, type SupportDatabase } from './schema.js';
+import { DATA_THROUGH, PERSONAL_COLUMNS, type SupportDatabase } from './schema.js';
 
-export const defineTemplate = templateKit<SupportDatabase>(PERSONAL_COLUMNS);
+export const defineTemplate = templateKit<SupportDatabase>(PERSONAL_COLUMNS, [], DATA_THROUGH);

@@ -13,11 +13,13 @@
 import { sql } from 'kysely';
 import type { MetricsModel } from '../../../src/metrics/declarations.js';
 import { PRIORITIES, TICKET_STATUSES } from './priorities.js';
+import { DATA_THROUGH } from './schema.js';
 
 export const supportMetrics: MetricsModel = {
   toolName: 'query_ticket_metrics',
   smallGroups: { always: true },
   subject: 'the support desk (tickets by the time they were opened)',
+  dataThrough: DATA_THROUGH,
   questions: [
     {
       question: 'How many tickets were opened last week, and how many are resolved?',

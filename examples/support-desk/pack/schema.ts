@@ -5,7 +5,7 @@
  * `support`; the views already mask it at the source, and the server masks every personal column
  * again on the way out, as PERSONAL_COLUMNS declares.
  */
-import type { NotPersonalColumns, PersonalColumns } from '../../../src/pack.js';
+import type { HighWaterMark, NotPersonalColumns, PersonalColumns } from '../../../src/pack.js';
 import type { DB } from './schema.generated.js';
 
 export type SupportDatabase = DB;
@@ -41,3 +41,7 @@ export const NOT_PERSONAL_COLUMNS: NotPersonalColumns<SupportDatabase> = [
   'support_reporting.tickets.resolved_at',
   'support_reporting.tickets.status',
 ];
+
+/** How far the data reach: the newest ticket's time (the end of the (created_at, id) index). */
+export const DATA_THROUGH: HighWaterMark<SupportDatabase> = (db) =>
+  db.selectFrom('support_reporting.tickets').select((eb) => eb.fn.max('created_at').as('data_through'));

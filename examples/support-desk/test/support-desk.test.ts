@@ -586,7 +586,7 @@ describe('the tools as a client lists them', () => {
       'query_ticket_metrics',
     ]);
     for (const tool of tools) {
-      expect(tool.annotations).toEqual({ readOnlyHint: true });
+      expect(tool.annotations).toEqual({ readOnlyHint: true, openWorldHint: false });
       expect(tool.outputSchema?.type).toBe('object');
     }
   });

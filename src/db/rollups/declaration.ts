@@ -35,14 +35,21 @@ export interface RollupKey {
 }
 
 /** What a rollup adds up per key: a count of facts, or the sum of a fact column (or of two multiplied). */
-export type RollupMeasure =
+export type RollupMeasure = (
   | { readonly name: string; readonly count: true }
   | {
       readonly name: string;
       readonly sum: readonly [string] | readonly [string, string];
       /** Decimal places of a money sum: numeric(18, scale). A whole-number sum (bigint) when omitted. */
       readonly scale?: number;
-    };
+    }
+) & {
+  /**
+   * No template reads it: the reader is not granted it (the reader reads only what the templates read).
+   * A size count kept for its own sake still keeps empty rows out of the view.
+   */
+  readonly unread?: true;
+};
 
 export interface RollupDeclaration {
   /** The table `<schema>.<name>` and the reader's view `<readerSchema>.<name>`. */

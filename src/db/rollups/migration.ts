@@ -7,7 +7,7 @@
 import { CompiledQuery, type Kysely, type Migration } from 'kysely';
 import { ConfigError } from '../../errors.js';
 import { checkRollupDeclaration, type RollupDeclaration } from './declaration.js';
-import { chainOf, createStatements, dropStatements, type RollupCatalog } from './statements.js';
+import { chainOf, createStatements, dropStatements, grantStatements, type RollupCatalog } from './statements.js';
 
 async function run(db: Kysely<unknown>, statement: string): Promise<void> {
   await db.executeQuery(CompiledQuery.raw(statement));
@@ -118,6 +118,23 @@ export function rollupMigration(declarations: readonly RollupDeclaration[], read
         const catalog = await readRollupCatalog(db, d);
         for (const statement of dropStatements(d, catalog)) await run(db, statement);
       }
+    },
+  };
+}
+
+/**
+ * Carries databases whose rollups were made when every column was granted over to the declarations'
+ * grants: the reader keeps only the columns its templates read (a measure marked `unread` is revoked).
+ * Down grants every column again, as before.
+ */
+export function rollupGrantsMigration(declarations: readonly RollupDeclaration[], reader: string): Migration {
+  return {
+    async up(db: Kysely<unknown>): Promise<void> {
+      for (const d of declarations) for (const statement of grantStatements(d, reader)) await run(db, statement);
+    },
+    async down(db: Kysely<unknown>): Promise<void> {
+      const all = declarations.map((d) => ({ ...d, measures: d.measures.map((m) => ({ ...m, unread: undefined })) }));
+      for (const d of all) for (const statement of grantStatements(d, reader)) await run(db, statement);
     },
   };
 }

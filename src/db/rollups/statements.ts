@@ -97,6 +97,11 @@ export function rollupColumns(d: RollupDeclaration): string[] {
   return [...d.keys.map((k) => k.name), ...d.measures.map((m) => m.name)];
 }
 
+/** The columns the reader is granted on the rollup's view: every key, and every measure a template reads. */
+export function readerColumns(d: RollupDeclaration): string[] {
+  return [...d.keys.map((k) => k.name), ...d.measures.filter((m) => !m.unread).map((m) => m.name)];
+}
+
 /** The column that tells an empty row: the first count. */
 export function sizeColumn(d: RollupDeclaration): string {
   return d.measures.find((m) => 'count' in m)!.name;
@@ -318,8 +323,17 @@ export function createStatements(d: RollupDeclaration, catalog: RollupCatalog, r
   const list = columns.map(q).join(', ');
   statements.push(`create view ${names.view} as select ${list} from ${names.table} where ${q(sizeColumn(d))} > 0`);
   statements.push(`revoke all on ${names.view} from public`);
-  statements.push(`grant select (${list}) on ${names.view} to ${q(reader)}`);
+  statements.push(...grantStatements(d, reader));
   return statements;
+}
+
+/** The reader's grant on the rollup's view, from nothing: only the columns it is to read. */
+export function grantStatements(d: RollupDeclaration, reader: string): string[] {
+  const view = rollupNames(d).view;
+  return [
+    `revoke all on ${view} from ${q(reader)}`,
+    `grant select (${readerColumns(d).map(q).join(', ')}) on ${view} to ${q(reader)}`,
+  ];
 }
 
 /** Trigger functions and the rebuild: they run as the owner, and nobody else may call them. */

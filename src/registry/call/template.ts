@@ -1,6 +1,5 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ArgumentError } from '../../errors.js';
-import { unequalElapsed, type Comparison } from '../../lib/comparison.js';
 import { outsideScope, scopeOf } from '../../lib/data-scope.js';
 import type { Entry } from '../entries.js';
 import type { CallDeps, CallOptions } from '../interface.js';
@@ -13,7 +12,7 @@ import { callRecord } from './record.js';
 
 /**
  * A call of a template: its arguments validated and its period resolved, refused when they name data
- * outside the caller's scope or compare a running range unequally, then admitted and answered.
+ * outside the caller's scope, then admitted and answered.
  */
 export async function runTemplate(
   entry: Entry,
@@ -32,20 +31,5 @@ export async function runTemplate(
   const scope = scopeOf(options.caller);
   const outside = outsideScope(args, scope);
   if (outside.length > 0) return record.reject(new ArgumentError(outside, OUTSIDE_DATA_SCOPE));
-  const unequal = unequalComparison(args, deps.ctx.timeZone);
-  if (unequal) return record.reject(new ArgumentError([{ field: 'compare_to', rule: unequal }]));
   return admitted(record, deps, options, limit, (signal) => answer(entry, args, deps, signal, limit, scope));
-}
-
-/** Why a call's running range cannot be compared on equal elapsed time (src/lib/comparison.ts), if it cannot. */
-function unequalComparison(args: Record<string, unknown>, timeZone: string): string | undefined {
-  const compareTo = args.compare_to as Comparison | undefined;
-  if (compareTo === undefined || typeof args.until !== 'string') return undefined;
-  return unequalElapsed(
-    args.start_date as string,
-    args.end_date as string,
-    compareTo,
-    Date.parse(args.until),
-    timeZone,
-  );
 }
