@@ -20,9 +20,10 @@ export interface Setting {
 }
 
 /**
- * What a question waits for, beyond today's tools: 'api' the order and customer units (metrics,
- * dimensions, amount filters, per-row comparisons, the largest orders); 'fresh' running periods cut at
- * data_through; 'people' the sales pack's customers counted exactly.
+ * The part of issue 30 a question needs, named in the bench's notes when an answer is not right:
+ * 'api' the order and customer units (metrics, dimensions, amount filters, per-row comparisons, the
+ * largest orders); 'fresh' running periods cut at data_through; 'people' the sales pack's customers
+ * counted exactly.
  */
 export type Feature = 'api' | 'fresh' | 'people';
 
@@ -153,6 +154,12 @@ function byGroupAgainstYearBefore(
   );
 }
 
+/** A raw listing of the largest orders as querygate ranks them: by currency, then amount; no order id. */
+const largestByCurrency = (statement: string): string =>
+  statement
+    .replace('o.id as order_ref, ', '')
+    .replace('order by o.total_amount desc', 'order by o.currency, o.total_amount desc');
+
 const metrics = (args: Record<string, unknown>): Call => ({ tool: 'query_metrics', args });
 const orders = (args: Record<string, unknown>): Call => ({ tool: 'query_recent_orders', args });
 
@@ -181,6 +188,11 @@ export const ORDER_QUESTIONS: readonly OrderQuestion[] = [
     call: (s) => orders({ min_order_value: 300, order_by: 'largest', limit: 100, ...range(lastWeek(s)) }),
     sql: (s) =>
       `select o.id as order_ref, o.status, o.currency, o.total_amount ${FROM} ${where(s, lastWeek(s), 'o.total_amount >= 300')} order by o.total_amount desc, o.id desc`,
+    // querygate lists the largest orders by currency, then amount (docs/tools.md); its refs are opaque.
+    truth: (s) =>
+      largestByCurrency(
+        `select o.id as order_ref, o.status, o.currency, o.total_amount ${FROM} ${where(s, lastWeek(s), 'o.total_amount >= 300')} order by o.total_amount desc, o.id desc`,
+      ),
     read: (a) => rows(a),
   },
   {
@@ -207,6 +219,11 @@ export const ORDER_QUESTIONS: readonly OrderQuestion[] = [
     call: (s) => orders({ order_by: 'largest', limit: 5, ...range(lastWeek(s)) }),
     sql: (s) =>
       `select o.id as order_ref, o.currency, o.total_amount ${FROM} ${where(s, lastWeek(s))} order by o.total_amount desc, o.id desc limit 5`,
+    // querygate lists the largest orders by currency, then amount (docs/tools.md); its refs are opaque.
+    truth: (s) =>
+      largestByCurrency(
+        `select o.id as order_ref, o.currency, o.total_amount ${FROM} ${where(s, lastWeek(s))} order by o.total_amount desc, o.id desc limit 5`,
+      ),
     read: (a) => rows(a),
   },
   {
@@ -216,6 +233,11 @@ export const ORDER_QUESTIONS: readonly OrderQuestion[] = [
     call: (s) => orders({ order_by: 'largest', limit: 10, ...range(lastDays(s, 90)) }),
     sql: (s) =>
       `select o.id as order_ref, o.currency, o.total_amount ${FROM} ${where(s, lastDays(s, 90))} order by o.total_amount desc, o.id desc limit 10`,
+    // querygate lists the largest orders by currency, then amount (docs/tools.md); its refs are opaque.
+    truth: (s) =>
+      largestByCurrency(
+        `select o.id as order_ref, o.currency, o.total_amount ${FROM} ${where(s, lastDays(s, 90))} order by o.total_amount desc, o.id desc limit 10`,
+      ),
     read: (a) => rows(a),
   },
   {
@@ -225,6 +247,11 @@ export const ORDER_QUESTIONS: readonly OrderQuestion[] = [
     call: (s) => orders({ order_by: 'largest', limit: 1, filters: { region: ['Europe'] }, ...range(lastMonth(s)) }),
     sql: (s) =>
       `select o.id as order_ref, o.currency, o.total_amount ${FROM} ${where(s, lastMonth(s), "c.region = 'Europe'")} order by o.total_amount desc, o.id desc limit 1`,
+    // querygate lists the largest orders by currency, then amount (docs/tools.md); its refs are opaque.
+    truth: (s) =>
+      largestByCurrency(
+        `select o.id as order_ref, o.currency, o.total_amount ${FROM} ${where(s, lastMonth(s), "c.region = 'Europe'")} order by o.total_amount desc, o.id desc limit 1`,
+      ),
     read: (a) => rows(a),
   },
   // ---- medians and percentiles
@@ -237,14 +264,11 @@ export const ORDER_QUESTIONS: readonly OrderQuestion[] = [
     read: (a) => totals(a),
   },
   {
-    text: 'The 25th, 75th and 90th percentiles of order value over the last 90 days',
+    text: 'The median and 90th percentile of order value over the last 90 days',
     needs: ['api'],
-    call: (s) =>
-      metrics({ metrics: ['p25_order_value', 'p75_order_value', 'p90_order_value'], ...range(lastDays(s, 90)) }),
+    call: (s) => metrics({ metrics: ['median_order_value', 'p90_order_value'], ...range(lastDays(s, 90)) }),
     sql: (s) =>
-      `select o.currency, ${[25, 75, 90]
-        .map((p) => `${money(`percentile_cont(0.${p}) within group (order by o.total_amount)`)} as p${p}_order_value`)
-        .join(', ')} ${FROM} ${where(s, lastDays(s, 90), NET)} group by 1`,
+      `select o.currency, ${money('percentile_cont(0.5) within group (order by o.total_amount)')} as median_order_value, ${money('percentile_cont(0.9) within group (order by o.total_amount)')} as p90_order_value ${FROM} ${where(s, lastDays(s, 90), NET)} group by 1`,
     read: (a) => totals(a),
   },
   {
@@ -282,7 +306,7 @@ export const ORDER_QUESTIONS: readonly OrderQuestion[] = [
     needs: ['api'],
     call: (s) => metrics({ metrics: ['orders_per_customer'], ...range(lastMonth(s)) }),
     sql: (s) =>
-      `select round(count(*)::numeric / count(distinct o.customer_id), 2) as orders_per_customer ${FROM} ${where(s, lastMonth(s))}`,
+      `select round(count(*)::numeric / count(distinct o.customer_id), 4) as orders_per_customer ${FROM} ${where(s, lastMonth(s))}`,
     read: (a) => totals(a),
   },
   {
