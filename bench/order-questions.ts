@@ -182,16 +182,16 @@ export const ORDER_QUESTIONS: readonly OrderQuestion[] = [
     read: (a) => totals(a),
   },
   {
-    text: 'List last week’s orders of 300 or more',
+    text: 'List last week’s orders of 500 or more',
     needs: ['api'],
     ranked: true,
-    call: (s) => orders({ min_order_value: 300, order_by: 'largest', limit: 100, ...range(lastWeek(s)) }),
+    call: (s) => orders({ min_order_value: 500, order_by: 'largest', limit: 100, ...range(lastWeek(s)) }),
     sql: (s) =>
-      `select o.id as order_ref, o.status, o.currency, o.total_amount ${FROM} ${where(s, lastWeek(s), 'o.total_amount >= 300')} order by o.total_amount desc, o.id desc`,
+      `select o.id as order_ref, o.status, o.currency, o.total_amount ${FROM} ${where(s, lastWeek(s), 'o.total_amount >= 500')} order by o.total_amount desc, o.id desc`,
     // querygate lists the largest orders by currency, then amount (docs/tools.md); its refs are opaque.
     truth: (s) =>
       largestByCurrency(
-        `select o.id as order_ref, o.status, o.currency, o.total_amount ${FROM} ${where(s, lastWeek(s), 'o.total_amount >= 300')} order by o.total_amount desc, o.id desc`,
+        `select o.id as order_ref, o.status, o.currency, o.total_amount ${FROM} ${where(s, lastWeek(s), 'o.total_amount >= 500')} order by o.total_amount desc, o.id desc`,
       ),
     read: (a) => rows(a),
   },
