@@ -19,8 +19,6 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import pg from 'pg';
 import { salesPack } from '../pack/index.js';
 import { seedDatabase } from '../pack/seed.js';
@@ -29,17 +27,21 @@ import { startEmbedded } from '../src/db/embedded.js';
 import { isoWeekStart, monthEnd, monthStart, quarterStart, shiftDays, shiftMonths } from '../src/lib/calendar.js';
 import { MAX_RANGE_DAYS, todayUtc, yesterdayUtc } from '../src/lib/date-range.js';
 import { createLogger } from '../src/logger.js';
-import { connectCli } from './measure.js';
+import {
+  ask,
+  bytes,
+  connectQuerygate,
+  fmt,
+  personalValues,
+  rawServer,
+  through,
+  type Call,
+  type Outcome,
+} from './raw-sql.js';
 
 const { values } = parseArgs({ options: { orders: { type: 'string', default: '50000' } } });
 const ORDERS = Number(values.orders);
 const logger = createLogger('warn');
-
-/** One tool call as a model would send it. */
-interface Call {
-  readonly tool: string;
-  readonly args: Record<string, unknown>;
-}
 
 interface Question {
   readonly text: string;
@@ -317,163 +319,6 @@ const QUESTIONS: Question[] = [
   },
 ];
 
-/** What a model reads back from one call: the text content, and whether it was an error. */
-interface Reply {
-  readonly text: string;
-  readonly isError: boolean;
-}
-type Caller = (call: Call) => Promise<Reply>;
-
-/** A call through an SDK client; a thrown error (a JSON-RPC error, unknown tool) is read as its message. */
-const through =
-  (client: Client): Caller =>
-  async (call) => {
-    try {
-      const result = await client.callTool({ name: call.tool, arguments: call.args });
-      const content = (result.content ?? []) as { type: string; text?: string }[];
-      return {
-        text: content.map((block) => (block.type === 'text' ? (block.text ?? '') : '')).join(''),
-        isError: result.isError === true,
-      };
-    } catch (err) {
-      return { text: err instanceof Error ? err.message : String(err), isError: true };
-    }
-  };
-
-/** The raw-SQL side: server-postgres over stdio if it installs, else pg run the way it runs SQL. */
-async function rawServer(
-  adminUrl: string,
-): Promise<{ label: string; call: Caller; toolsBytes: number; stop(): Promise<void> }> {
-  const peerDir = await mkdtemp(join(tmpdir(), 'querygate-questions-peer-'));
-  try {
-    execFileSync(
-      'npm',
-      ['install', '--prefix', peerDir, '--no-audit', '--no-fund', '@modelcontextprotocol/server-postgres@0.6.2'],
-      { stdio: 'ignore' },
-    );
-    const client = new Client({ name: 'bench-questions-raw', version: '1.0.0' });
-    await client.connect(
-      new StdioClientTransport({
-        command: process.execPath,
-        args: [join(peerDir, 'node_modules/@modelcontextprotocol/server-postgres/dist/index.js'), adminUrl],
-        stderr: 'ignore',
-      }),
-    );
-    const toolsBytes = bytes(JSON.stringify((await client.listTools()).tools));
-    return {
-      label: '`@modelcontextprotocol/server-postgres` 0.6.2 over stdio',
-      call: through(client),
-      toolsBytes,
-      stop: async () => {
-        await client.close();
-        await rm(peerDir, { recursive: true, force: true });
-      },
-    };
-  } catch (err) {
-    await rm(peerDir, { recursive: true, force: true });
-    process.stderr.write(`server-postgres did not start (${String(err)}); running its SQL through pg instead\n`);
-    const pool = new pg.Pool({ connectionString: adminUrl, max: 1 });
-    // server-postgres 0.6.2 lists one tool: { name: 'query', description: 'Run a read-only SQL query', ... }.
-    const listed = [
-      {
-        name: 'query',
-        description: 'Run a read-only SQL query',
-        inputSchema: { type: 'object', properties: { sql: { type: 'string' } } },
-      },
-    ];
-    return {
-      label:
-        'plain pg in a READ ONLY transaction, rows as `JSON.stringify(rows, null, 2)` (server-postgres did not install)',
-      toolsBytes: bytes(JSON.stringify(listed)),
-      call: async (call) => {
-        const client = await pool.connect();
-        try {
-          await client.query('begin transaction read only');
-          const result = await client.query(String(call.args.sql));
-          return { text: JSON.stringify(result.rows, null, 2), isError: false };
-        } catch (error) {
-          return { text: error instanceof Error ? error.message : String(error), isError: true };
-        } finally {
-          await client.query('rollback').catch(() => undefined);
-          client.release();
-        }
-      },
-      stop: () => pool.end(),
-    };
-  }
-}
-
-const bytes = (text: string): number => Buffer.byteLength(text, 'utf8');
-
-/** The customers' raw names, emails and phones, read through the admin connection. */
-interface PersonalValues {
-  readonly raw: ReadonlySet<string>;
-}
-
-/** Fields of querygate's row lists that carry a masked or pseudonymous customer value. */
-const MASKED_KEYS = new Set(['customer_ref', 'customer_initials', 'customer_email', 'customer_phone_last4']);
-
-/**
- * Counts what a reply exposes: raw personal values (a leaf equal to a customer's real name, email or
- * phone, or any value under a key naming a customer id), and masked or pseudonymous customer values
- * (the fields of querygate's row lists above). A reply that is not JSON is searched as text.
- */
-function exposure(text: string, personal: PersonalValues): { raw: number; masked: number } {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    let raw = 0;
-    for (const value of personal.raw) if (text.includes(value)) raw++;
-    return { raw, masked: 0 };
-  }
-  let raw = 0;
-  let masked = 0;
-  const walk = (node: unknown, key: string | undefined): void => {
-    if (Array.isArray(node)) for (const item of node) walk(item, key);
-    else if (node !== null && typeof node === 'object') for (const [k, v] of Object.entries(node)) walk(v, k);
-    else if (node !== null && node !== undefined && key !== undefined) {
-      if (/customer_?id$/i.test(key) || personal.raw.has(String(node))) raw++;
-      else if (MASKED_KEYS.has(key)) masked++;
-    }
-  };
-  walk(json, undefined);
-  return { raw, masked };
-}
-
-interface Outcome {
-  readonly tools: string;
-  readonly calls: number;
-  readonly bytes: number;
-  readonly raw: number;
-  readonly masked: number;
-  /** Why the question stays unanswered: the first error, or why no call was made. */
-  readonly unanswered?: string;
-}
-
-async function ask(calls: readonly Call[], caller: Caller, personal: PersonalValues): Promise<Outcome> {
-  let read = 0;
-  let raw = 0;
-  let masked = 0;
-  let unanswered: string | undefined;
-  for (const call of calls) {
-    const reply = await caller(call);
-    read += bytes(reply.text);
-    const seen = exposure(reply.text, personal);
-    raw += seen.raw;
-    masked += seen.masked;
-    if (reply.isError && unanswered === undefined)
-      unanswered = `${call.tool}: ${reply.text.replace(/\s+/g, ' ').slice(0, 160)}`;
-  }
-  const counts = new Map<string, number>();
-  for (const call of calls) counts.set(call.tool, (counts.get(call.tool) ?? 0) + 1);
-  const tools = [...counts].map(([tool, n]) => (n > 1 ? `${tool} ×${n}` : tool)).join(', ');
-  return { tools, calls: calls.length, bytes: read, raw, masked, ...(unanswered ? { unanswered } : {}) };
-}
-
-const fmt = (n: number, digits = 0): string =>
-  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
-
 async function main(): Promise<void> {
   const dataDir = await mkdtemp(join(tmpdir(), 'querygate-questions-'));
   await chmod(dataDir, 0o755);
@@ -483,20 +328,10 @@ async function main(): Promise<void> {
     const admin = new pg.Client({ connectionString: database.adminUrl });
     await admin.connect();
     const zone = (await admin.query<{ tz: string }>("select current_setting('TimeZone') as tz")).rows[0]!.tz;
-    const people = await admin.query<{ name: string; email: string; phone: string }>(
-      'select name, email, phone from sales.customers',
-    );
+    const personal = await personalValues(admin);
     await admin.end();
-    const personal: PersonalValues = { raw: new Set(people.rows.flatMap((c) => [c.name, c.email, c.phone])) };
 
-    const querygate = await connectCli('bench-questions', {
-      DATABASE_URL: database.readerUrl,
-      // The job store too, so that tools/list holds the job tools as `querygate serve` lists them.
-      QUERYGATE_JOBS_URL: database.jobsUrl,
-      QUERYGATE_TOKEN_KEY: database.tokenKey,
-      QUERYGATE_RATE_LIMIT: '100000000',
-      QUERYGATE_LOG_LEVEL: 'warn',
-    });
+    const querygate = await connectQuerygate('bench-questions', database);
     const listed = (await querygate.listTools()).tools;
     const querygateBefore = {
       tools: bytes(JSON.stringify(listed)),
