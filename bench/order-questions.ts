@@ -154,11 +154,8 @@ function byGroupAgainstYearBefore(
   );
 }
 
-/** A raw listing of the largest orders as querygate ranks them: by currency, then amount; no order id. */
-const largestByCurrency = (statement: string): string =>
-  statement
-    .replace('o.id as order_ref, ', '')
-    .replace('order by o.total_amount desc', 'order by o.currency, o.total_amount desc');
+/** A raw listing of the largest orders as querygate ranks them (by amount, then newest), without the order id. */
+const largestListed = (statement: string): string => statement.replace('o.id as order_ref, ', '');
 
 const metrics = (args: Record<string, unknown>): Call => ({ tool: 'query_metrics', args });
 const orders = (args: Record<string, unknown>): Call => ({ tool: 'query_recent_orders', args });
@@ -187,11 +184,11 @@ export const ORDER_QUESTIONS: readonly OrderQuestion[] = [
     ranked: true,
     call: (s) => orders({ min_order_value: 500, order_by: 'largest', limit: 100, ...range(lastWeek(s)) }),
     sql: (s) =>
-      `select o.id as order_ref, o.status, o.currency, o.total_amount ${FROM} ${where(s, lastWeek(s), 'o.total_amount >= 500')} order by o.total_amount desc, o.id desc`,
-    // querygate lists the largest orders by currency, then amount (docs/tools.md); its refs are opaque.
+      `select o.id as order_ref, o.status, o.currency, o.total_amount ${FROM} ${where(s, lastWeek(s), 'o.total_amount >= 500')} order by o.total_amount desc, o.ordered_at desc, o.id desc`,
+    // querygate's refs are opaque: compared without them.
     truth: (s) =>
-      largestByCurrency(
-        `select o.id as order_ref, o.status, o.currency, o.total_amount ${FROM} ${where(s, lastWeek(s), 'o.total_amount >= 500')} order by o.total_amount desc, o.id desc`,
+      largestListed(
+        `select o.id as order_ref, o.status, o.currency, o.total_amount ${FROM} ${where(s, lastWeek(s), 'o.total_amount >= 500')} order by o.total_amount desc, o.ordered_at desc, o.id desc`,
       ),
     read: (a) => rows(a),
   },
@@ -218,11 +215,11 @@ export const ORDER_QUESTIONS: readonly OrderQuestion[] = [
     ranked: true,
     call: (s) => orders({ order_by: 'largest', limit: 5, ...range(lastWeek(s)) }),
     sql: (s) =>
-      `select o.id as order_ref, o.currency, o.total_amount ${FROM} ${where(s, lastWeek(s))} order by o.total_amount desc, o.id desc limit 5`,
-    // querygate lists the largest orders by currency, then amount (docs/tools.md); its refs are opaque.
+      `select o.id as order_ref, o.currency, o.total_amount ${FROM} ${where(s, lastWeek(s))} order by o.total_amount desc, o.ordered_at desc, o.id desc limit 5`,
+    // querygate's refs are opaque: compared without them.
     truth: (s) =>
-      largestByCurrency(
-        `select o.id as order_ref, o.currency, o.total_amount ${FROM} ${where(s, lastWeek(s))} order by o.total_amount desc, o.id desc limit 5`,
+      largestListed(
+        `select o.id as order_ref, o.currency, o.total_amount ${FROM} ${where(s, lastWeek(s))} order by o.total_amount desc, o.ordered_at desc, o.id desc limit 5`,
       ),
     read: (a) => rows(a),
   },
@@ -232,11 +229,11 @@ export const ORDER_QUESTIONS: readonly OrderQuestion[] = [
     ranked: true,
     call: (s) => orders({ order_by: 'largest', limit: 10, ...range(lastDays(s, 90)) }),
     sql: (s) =>
-      `select o.id as order_ref, o.currency, o.total_amount ${FROM} ${where(s, lastDays(s, 90))} order by o.total_amount desc, o.id desc limit 10`,
-    // querygate lists the largest orders by currency, then amount (docs/tools.md); its refs are opaque.
+      `select o.id as order_ref, o.currency, o.total_amount ${FROM} ${where(s, lastDays(s, 90))} order by o.total_amount desc, o.ordered_at desc, o.id desc limit 10`,
+    // querygate's refs are opaque: compared without them.
     truth: (s) =>
-      largestByCurrency(
-        `select o.id as order_ref, o.currency, o.total_amount ${FROM} ${where(s, lastDays(s, 90))} order by o.total_amount desc, o.id desc limit 10`,
+      largestListed(
+        `select o.id as order_ref, o.currency, o.total_amount ${FROM} ${where(s, lastDays(s, 90))} order by o.total_amount desc, o.ordered_at desc, o.id desc limit 10`,
       ),
     read: (a) => rows(a),
   },
@@ -246,11 +243,11 @@ export const ORDER_QUESTIONS: readonly OrderQuestion[] = [
     ranked: true,
     call: (s) => orders({ order_by: 'largest', limit: 1, filters: { region: ['Europe'] }, ...range(lastMonth(s)) }),
     sql: (s) =>
-      `select o.id as order_ref, o.currency, o.total_amount ${FROM} ${where(s, lastMonth(s), "c.region = 'Europe'")} order by o.total_amount desc, o.id desc limit 1`,
-    // querygate lists the largest orders by currency, then amount (docs/tools.md); its refs are opaque.
+      `select o.id as order_ref, o.currency, o.total_amount ${FROM} ${where(s, lastMonth(s), "c.region = 'Europe'")} order by o.total_amount desc, o.ordered_at desc, o.id desc limit 1`,
+    // querygate's refs are opaque: compared without them.
     truth: (s) =>
-      largestByCurrency(
-        `select o.id as order_ref, o.currency, o.total_amount ${FROM} ${where(s, lastMonth(s), "c.region = 'Europe'")} order by o.total_amount desc, o.id desc limit 1`,
+      largestListed(
+        `select o.id as order_ref, o.currency, o.total_amount ${FROM} ${where(s, lastMonth(s), "c.region = 'Europe'")} order by o.total_amount desc, o.ordered_at desc, o.id desc limit 1`,
       ),
     read: (a) => rows(a),
   },

@@ -18,7 +18,7 @@
  *                  on "fp"."id" = "fi"."product_id" where "fi"."order_id" = "o"."id" and "fp"."category" in ($c1, ..))]
  *     [and "o"."customer_id" in (select "rc"."id" from "reporting"."customers" as "rc" where "rc"."region" in ($d1, ..))]
  *     [and "o"."currency" = $cur] [and "o"."total_amount" >= $min] [and "o"."total_amount" < $max]
- *   order by ["o"."currency", "o"."total_amount" desc,] "o"."ordered_at" desc, "o"."id" desc limit $n
+ *   order by ["o"."total_amount" desc,] "o"."ordered_at" desc, "o"."id" desc limit $n
  * A customer field not named in customer_fields is never read: its column is a NULL under its name
  * (the registry holds every statement to the declared columns), and present() leaves it out. Those
  * asked for leave masked: ids as keyed-hash tokens, names as initials, emails as j***@domain, phones
@@ -74,7 +74,7 @@ const input = z
     status: orderStatus.optional(),
     filters,
     customer_fields: namedFields(FIELD_NAMES, 'customer'),
-    order_by: z.enum(['newest', 'largest']).optional().describe('largest: a currency at a time'),
+    order_by: z.enum(['newest', 'largest']).optional().describe('largest: by amount'),
     currency: z
       .string()
       .refine((c) => /^[A-Z]{3}$/.test(c), 'must be an ISO 4217 code such as EUR')
@@ -192,8 +192,9 @@ export const queryRecentOrders = defineTemplate({
       .$if(args.currency !== undefined, (qb) => qb.where('o.currency', '=', args.currency!))
       .$if(args.min_order_value !== undefined, (qb) => qb.where('o.total_amount', '>=', String(args.min_order_value!)))
       .$if(args.max_order_value !== undefined, (qb) => qb.where('o.total_amount', '<', String(args.max_order_value!)))
-      // The largest first: amounts of two currencies are not compared, so each currency's in turn.
-      .$if(args.order_by === 'largest', (qb) => qb.orderBy('o.currency').orderBy('o.total_amount', 'desc'))
+      // The largest first, as raw SQL would rank them: by amount, each row saying its currency (a
+      // currency given keeps to one).
+      .$if(args.order_by === 'largest', (qb) => qb.orderBy('o.total_amount', 'desc'))
       .orderBy('o.ordered_at', 'desc')
       .orderBy('o.id', 'desc');
     // Only the fields asked for are read; the others are a NULL under their name (src/lib/named-fields.ts).

@@ -95,20 +95,14 @@ export const queryTicketVolume = defineTemplate({
     switch (args.group_by) {
       case 'priority':
         return tickets
-          .select((eb) => [
-            't.priority as group_key',
-            eb.fn.countAll().as('ticket_count'),
-          ])
+          .select((eb) => ['t.priority as group_key', eb.fn.countAll().as('ticket_count')])
           .groupBy('t.priority')
           .orderBy('ticket_count', 'desc')
           .orderBy('group_key');
       case 'team':
         return tickets
           .innerJoin('support_reporting.teams as tm', 'tm.id', 't.team_id')
-          .select((eb) => [
-            'tm.name as group_key',
-            eb.fn.countAll().as('ticket_count'),
-          ])
+          .select((eb) => ['tm.name as group_key', eb.fn.countAll().as('ticket_count')])
           .groupBy('tm.name')
           .orderBy('ticket_count', 'desc')
           .orderBy('group_key');
