@@ -22,18 +22,18 @@ export const rangeEcho = {
   time_zone: z.string(),
   starts_at: z.string(),
   ends_before: z.string(),
-  period: z.enum(PERIODS).nullable(),
+  period: z.enum(PERIODS).optional(),
   ...cutFields,
 };
 
 /** A capped list of flat rows with an honest truncation flag. */
 export function rowsEnvelope<Row extends z.ZodType>(
   row: Row,
-): { rows: z.ZodArray<Row>; row_count: z.ZodNumber; truncated: z.ZodBoolean } {
+): { rows: z.ZodArray<Row>; row_count: z.ZodNumber; truncated: z.ZodOptional<z.ZodBoolean> } {
   return {
     rows: z.array(row).max(MAX_ROWS),
     row_count: count,
-    truncated: z.boolean(),
+    truncated: z.boolean().optional(),
   };
 }
 
@@ -43,8 +43,10 @@ export interface RangeEcho {
   time_zone: string;
   starts_at: string;
   ends_before: string;
-  period: Period | null;
-  partial: boolean;
+  /** The period asked for; absent for explicit days. */
+  period?: Period;
+  /** Only when the range had not ended. */
+  partial?: true;
   until?: string;
 }
 
@@ -57,7 +59,7 @@ export function echoRange(args: DateRangeInput, timeZone: string): RangeEcho {
     time_zone: timeZone,
     starts_at: dayStart(range.startDate, timeZone).local,
     ends_before: dayStart(range.endExclusive, timeZone).local,
-    period: args.period ?? null,
+    ...(args.period ? { period: args.period } : {}),
     ...cutEcho(args, timeZone),
   };
 }

@@ -42,23 +42,25 @@ export function cutAtDataThrough<Args>(args: Args, dataThroughMs: number, timeZo
   return { ...args, until: isoUtc(Math.max(end, dayStart(value.start_date, timeZone).ms)) };
 }
 
-/** Whether a range covers only part of its days, and up to when: in every range and comparison echo. */
+/**
+ * Whether a range covers only part of its days, and up to when: in every range and comparison echo,
+ * and only then (`partial: true`): a range that has ended says nothing, as every answer's bytes are a
+ * model's to read.
+ */
 export const cutFields = {
-  partial: z.boolean(),
+  partial: z.boolean().optional(),
   until: z.string().optional(),
 };
 
 /** What a result says about the end of what it covers: partial, and the instant it covers up to. */
 export interface CutEcho {
-  readonly partial: boolean;
+  readonly partial?: true;
   readonly until?: string;
 }
 
 /** The echo of a range's cut, `until` in the zone's offset (ISO 8601; UTC when the offset has seconds). */
 export function cutEcho(value: DateRangeInput, timeZone: string): CutEcho {
-  return value.until === undefined
-    ? { partial: false }
-    : { partial: true, until: isoInZone(Date.parse(value.until), timeZone) };
+  return value.until === undefined ? {} : { partial: true, until: isoInZone(Date.parse(value.until), timeZone) };
 }
 
 /**

@@ -376,9 +376,10 @@ function rowsOf(
     const end = endOfRange(range, ctx.timeZone);
     // Two probes, each answered by an index on (id, time) where the pack has one: its rows in the range,
     // and its first row ever.
+    const view = e.history.from;
     const history = (alias: string): SourceRows =>
       (db as Kysely<any>) // eslint-disable-line @typescript-eslint/no-explicit-any
-        .selectFrom(`${e.history.from} as ${alias}`)
+        .selectFrom(`${view} as ${alias}`)
         .where(sql.ref(`${alias}.${e.history.id}`), '=', sql.ref(source.entities![e.name]!));
     const time = (alias: string): RawBuilder<unknown> => sql`${sql.ref(`${alias}.${e.history.time}`)}`;
     const inRange = history('qg_h')

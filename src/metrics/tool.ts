@@ -305,7 +305,7 @@ export function metricsTemplate(
     ...rangeEcho,
     rows: z.array(row).max(MAX_ROWS).optional(),
     totals: z.array(row),
-    truncated: z.boolean(),
+    truncated: z.boolean().optional(),
     comparison: z
       .object({
         compare_to: z.enum(COMPARISONS),

@@ -227,8 +227,8 @@ export interface ComparisonEcho {
   readonly compare_to: Comparison;
   readonly start_date: string;
   readonly end_date: string;
-  /** True when the current range had not ended: this one is cut at the same local time of day, `until`. */
-  readonly partial: boolean;
+  /** Only when the current range had not ended: this one is cut at the same local time of day, `until`. */
+  readonly partial?: true;
   readonly until?: string;
 }
 

@@ -126,7 +126,7 @@ describe('a tool called with a period', () => {
     );
     expect(byPeriod.rows).toEqual(byDays.rows);
     expect(byPeriod.period).toBe('last_28_days');
-    expect(byDays.period).toBeNull();
+    expect(byDays.period).toBeUndefined(); // explicit days: no period
   });
 
   it('refuses both forms, neither, one day alone, and an unknown period, naming the fields', async () => {

@@ -92,8 +92,11 @@ export async function answer(
       ...cutEcho({ until }, deps.ctx.timeZone),
     });
   }
+  // A list that was not cut says nothing of it: `truncated` is there only when true (every answer's
+  // bytes are a model's to read; the instructions say so once).
+  const { truncated, ...uncut } = output;
   const checked = entry.output.safeParse({
-    ...output,
+    ...(truncated === false ? uncut : output),
     data_as_of: dataAsOf,
     ...(dataThrough === undefined ? {} : { data_through: dataThrough }),
     ...(stale ? { data_stale: true } : {}),
