@@ -7,22 +7,13 @@
  *
  *   npm run bench:protected -- [--orders 2000000] [--calls 5] [--rounds 4]
  */
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
-import { salesPack } from '../pack/index.js';
 import { salesMetrics } from '../pack/metrics.js';
 import { PERSONAL_COLUMNS } from '../pack/schema.js';
-import { seedDatabase } from '../pack/seed.js';
-import { DEFAULT_READER_ROLE } from '../src/config.js';
 import { createCompiler } from '../src/db/connect.js';
-import { startEmbedded } from '../src/db/embedded.js';
-import { yesterdayUtc } from '../src/lib/date-range.js';
-import { createLogger } from '../src/logger.js';
 import { metricsTemplate } from '../src/metrics/tool.js';
 import { builderContext, type AnyTemplate } from '../src/registry/types.js';
+import { withSeededReader } from './seeded-reader.js';
 
 const { values } = parseArgs({
   options: {
@@ -34,7 +25,6 @@ const { values } = parseArgs({
 const ORDERS = Number(values.orders);
 const CALLS = Number(values.calls);
 const ROUNDS = Number(values.rounds);
-const logger = createLogger('warn');
 
 const exact = metricsTemplate(salesMetrics, PERSONAL_COLUMNS) as unknown as AnyTemplate;
 const guarded = metricsTemplate(
@@ -65,18 +55,7 @@ function table(workloads: readonly { label: string }[], latencies: ReadonlyMap<s
 }
 
 async function main(): Promise<void> {
-  const dir = await mkdtemp(join(tmpdir(), 'querygate-bench-protected-'));
-  await chmod(dir, 0o755);
-  const database = await startEmbedded({ dataDir: dir, readerRole: DEFAULT_READER_ROLE, packs: [salesPack] }, logger);
-  // No statement timeout: on a loaded machine a call may take longer than the server's 5 s, and the ratio is the figure.
-  const pool = new pg.Pool({ connectionString: database.readerUrl, max: 1, options: '-c statement_timeout=0' });
-  // A connection the server ends while idle must not end the run before the table is written.
-  pool.on('error', (err) => process.stderr.write(`idle connection ended: ${err.message}\n`));
-  try {
-    const started = performance.now();
-    const until = yesterdayUtc();
-    await seedDatabase(database.adminUrl, { orders: ORDERS, until, replace: false }, logger);
-    process.stderr.write(`seeded ${ORDERS} orders in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
+  await withSeededReader(ORDERS, async (pool, until) => {
     const start = new Date(Date.parse(`${until}T00:00:00Z`) - 89 * 86_400_000).toISOString().slice(0, 10);
     const workloads = ['product', 'category'].map((d) => ({
       label: `customers by ${d}, 90 days`,
@@ -99,11 +78,7 @@ async function main(): Promise<void> {
       process.stderr.write(`after round ${round + 1}:\n${table(workloads, latencies).join('\n')}\n`);
     }
     process.stdout.write(`${table(workloads, latencies).join('\n')}\n`);
-  } finally {
-    await pool.end();
-    await database.stop();
-    await rm(dir, { recursive: true, force: true });
-  }
+  });
 }
 
 await main();

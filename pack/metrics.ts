@@ -3,11 +3,12 @@
  * (src/metrics/): what each figure means, what it can be grouped and filtered by, and where it is read
  * from. Sources are listed smallest first: the hourly rollup (no region, so never for a scoped caller
  * nor a region), the hourly rollup by region (for them), the daily product rollups (revenue and units
- * by product and category, for calls of whole UTC days), then the orders with their customer's region,
- * then the order items with their product. The schema keeps an order's total equal to the sum of its items, so revenue agrees
+ * by product and category, for calls of whole UTC days), then the orders alone (what is measured per
+ * order: amounts, percentiles, customers), the orders with their customer's region, then the order
+ * items with their product. The schema keeps an order's total equal to the sum of its items, so revenue agrees
  * whichever source serves it.
  */
-import type { MetricsModel, RowCondition } from '../src/metrics/declarations.js';
+import type { MetricSource, MetricsModel, RowCondition } from '../src/metrics/declarations.js';
 import { DATA_THROUGH } from './schema.js';
 import { ORDER_STATUSES, NON_REVENUE_STATUSES } from './statuses.js';
 
@@ -24,6 +25,30 @@ const refunded =
   (status: string): RowCondition =>
   (eb) =>
     eb(eb.ref(status), '=', 'refunded');
+
+/** What the rows of orders (aliased `o`, one row per order) measure, alone or with their customer. */
+const ORDER_ROWS = {
+  time: 'o.ordered_at',
+  currency: 'o.currency',
+  people: 'o.customer_id',
+  amounts: { order_value: 'o.total_amount' },
+  entities: { customer: 'o.customer_id' },
+  measures: {
+    orders: { aggregate: 'count' },
+    net_orders: { aggregate: 'count', rows: net('o.status') },
+    revenue: { aggregate: 'sum', of: 'o.total_amount', rows: net('o.status') },
+    gross_amount: { aggregate: 'sum', of: 'o.total_amount' },
+    refunded_orders: { aggregate: 'count', rows: refunded('o.status') },
+    customers: { aggregate: 'count_distinct', of: 'o.customer_id' },
+    // One row per order: its amount's percentiles.
+    ...Object.fromEntries(
+      PERCENTILES.map(([name, fraction]) => [
+        name,
+        { aggregate: 'percentile' as const, of: 'o.total_amount', fraction, rows: net('o.status') },
+      ]),
+    ),
+  },
+} satisfies Omit<MetricSource, 'name' | 'rows' | 'reads' | 'attributes'>;
 
 export const salesMetrics: MetricsModel = {
   subject: 'sales',
@@ -260,31 +285,21 @@ export const salesMetrics: MetricsModel = {
       },
     },
     {
+      // The orders alone: every call that reads no region (and no caller scoped to regions), without
+      // a join to their customers.
       name: 'orders',
+      rows: (db) => db.selectFrom('reporting.orders as o'),
+      reads: ['reporting.orders'],
+      attributes: { status: 'o.status' },
+      ...ORDER_ROWS,
+    },
+    {
+      name: "orders with their customer's region",
       rows: (db) =>
         db.selectFrom('reporting.orders as o').innerJoin('reporting.customers as c', 'c.id', 'o.customer_id'),
       reads: ['reporting.orders', 'reporting.customers'],
-      time: 'o.ordered_at',
-      currency: 'o.currency',
       attributes: { region: 'c.region', status: 'o.status' },
-      people: 'o.customer_id',
-      amounts: { order_value: 'o.total_amount' },
-      entities: { customer: 'o.customer_id' },
-      measures: {
-        orders: { aggregate: 'count' },
-        net_orders: { aggregate: 'count', rows: net('o.status') },
-        revenue: { aggregate: 'sum', of: 'o.total_amount', rows: net('o.status') },
-        gross_amount: { aggregate: 'sum', of: 'o.total_amount' },
-        refunded_orders: { aggregate: 'count', rows: refunded('o.status') },
-        customers: { aggregate: 'count_distinct', of: 'o.customer_id' },
-        // One row per order: its amount's percentiles.
-        ...Object.fromEntries(
-          PERCENTILES.map(([name, fraction]) => [
-            name,
-            { aggregate: 'percentile' as const, of: 'o.total_amount', fraction, rows: net('o.status') },
-          ]),
-        ),
-      },
+      ...ORDER_ROWS,
     },
     {
       name: 'order items',

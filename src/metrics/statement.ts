@@ -17,7 +17,7 @@
  *                                                        [, <person key> as "person_key"]) as "qg_time"
  *                    [cross join lateral (<an amount's band, an entity's facts>) …]
  *               where <time> >= $start and <time> < $end and <filters> and <scope>
- *               group by grouping sets (('row'::text, <keys>, <currency>), (<currency>), ())) as "g") as "r"
+ *               group by grouping sets (('row'::text, <keys>, <currency>), (<currency>) or ())) as "g") as "r"
  *   where "r"."rank" <= $limit or "r"."is_total" = 1
  *   order by "r"."is_total" desc, "r"."currency", "r"."rank"
  *
@@ -445,10 +445,9 @@ export function metricsStatement(
       out.push((currency ?? sql`null::text`).as('currency'));
       for (const m of model.metrics) {
         const value = args.metrics.includes(m.name) ? metricValue(eb, model, source, m, ctx) : sql`null::numeric`;
-        // The grand total of money adds currencies: that row is never returned, and carries no figure.
-        out.push(
-          (currency && m.unit !== 'count' ? sql`case when ${grand} = 1 then null else ${value} end` : value).as(m.name),
-        );
+        // Money comes per currency: no grouping set adds two (no grand total across currencies is computed,
+        // so a median or a distinct count is never worked out for rows no answer returns).
+        out.push(value.as(m.name));
       }
       out.push((keys.length > 0 ? sql`grouping(${ROW_MARK})` : sql`1`).as('is_total'));
       out.push(grand.as('grand'));
@@ -467,7 +466,6 @@ export function metricsStatement(
       const marked = keys.length > 0 ? [ROW_MARK, ...keys] : [];
       const sets = [sql`(${sql.join([...marked, ...labels, ...(currency ? [currency] : [])])})`];
       if (keys.length > 0) sets.push(currency ? sql`(${currency})` : sql`()`);
-      if (currency) sets.push(sql`()`);
       return [sql`grouping sets (${sql.join(sets)})`];
     });
 
