@@ -167,9 +167,9 @@ describe('the audit log file', () => {
       },
       {
         arguments: { ...RANGE, metrics: ['revenue'], group_by: ['region'], limit: 100 },
-        // Each region and currency, each currency's total, and the grand-total row of the grouping sets.
+        // Each region and currency, and each currency's total (no total adds two currencies).
         rows: await count(
-          `select (count(distinct (c.region, o.currency)) + count(distinct o.currency) + 1)::int as n
+          `select (count(distinct (c.region, o.currency)) + count(distinct o.currency))::int as n
              from sales.orders o join sales.customers c on c.id = o.customer_id where ${IN_RANGE}`,
         ),
       },
