@@ -371,7 +371,6 @@ function rowsOf(
   }
   for (const e of model.entities ?? []) {
     if (!needs.entities.includes(e.name)) continue;
-    // The entity's history: its rows in the range and its first row ever, by an index on its id.
     const start = startOfDay(range.startDate, ctx.timeZone);
     const end = endOfRange(range, ctx.timeZone);
     // Two probes, each answered by an index on (id, time) where the pack has one: its rows in the range,
