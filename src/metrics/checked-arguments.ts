@@ -4,7 +4,7 @@
  */
 import { COMPARISONS } from '../lib/comparison.js';
 import { CYCLIC_TIMES, MAX_METRICS, TIME_GRAINS, type MetricsModel } from './declarations.js';
-import { derivedDimensions, unservable, type MetricsArgs } from './statement.js';
+import { derivedDimensions, unservable, type MetricsArgs } from './call.js';
 
 /**
  * The calls the start-up checks compile instead of every combination (see statement.ts). A fragment's
@@ -13,7 +13,10 @@ import { derivedDimensions, unservable, type MetricsArgs } from './statement.js'
  * each call in a whole-hour and a half-hour zone, unscoped and scoped. So these compile every
  * fragment on every source that can serve it, and every way two keys compose:
  * - each metric alone and with each attribute as its group: the metric on every source, from the
- *   smallest that serves it (alone) to the last (grouped by the attribute only the last carries);
+ *   smallest that serves it (alone) to the last (grouped by the attribute only the last carries), with
+ *   its own row filter holding the rows, and its totals added up or as a grouping set;
+ * - each derived dimension with the first metric: an entity's count alone (counted per entity first)
+ *   and beside an attribute (joined to the rows);
  * - each dimension with the first metric, and each attribute with it on every source that carries it
  *   (paired with an attribute that only that source and the later ones carry);
  * - a time bucket and a cyclic dimension with an attribute, the two cyclic ones together, two

@@ -107,11 +107,12 @@ export interface AmountDeclaration {
 /**
  * A unit of analysis beside the rows (dbt's entities, Cube's subquery dimensions): the customer of an
  * order. From its id on a source's rows and its whole history, the engine derives dimensions: `<name>`
- * (its opaque token: the id never leaves raw), `<name>_<counts>` (how many history rows it has in the
- * call's range: "1" … "9", "10+"), `<name>_type` (`one_time` or `repeat` in the range) and
- * `<name>_since` (`new` when its first history row ever falls in the range, else `returning`).
- * The history is read whole, whatever the call's filters: declare an entity only where a caller's
- * data scope, if any, is a property of the entity (a customer's region), so its history is in scope.
+ * (its opaque token: the id never leaves raw), `<name>_<counts>` (how many of the call's rows, in its
+ * range, filters and scope, are the entity's: "1" … "9", "10+"), `<name>_type` (`one_time` or `repeat`
+ * by that count) and `<name>_since` (`new` when its first history row ever falls in the range, else
+ * `returning`). The history is read whole for `_since`, whatever the call's filters: declare an entity
+ * only where a caller's data scope, if any, is a property of the entity (a customer's region), so its
+ * history is in scope.
  */
 export interface EntityDeclaration {
   readonly name: string;

@@ -4,7 +4,7 @@
  * description points to so that a model reads one metric's page rather than the whole catalog.
  */
 import { TIME_GRAINS, type MetricsModel } from './declarations.js';
-import { bandLabels, ENTITY_COUNTS } from './statement.js';
+import { bandLabels, ENTITY_COUNTS } from './call.js';
 
 type Metric = MetricsModel['metrics'][number];
 
@@ -76,8 +76,8 @@ function dimensions(model: MetricsModel): string[] {
     const n = `${e.name}_${e.history.counts}`;
     out.push(
       `- \`${e.name}\`: ${e.description} Top ${e.name}s: group by it with \`order_by\` and \`limit\`.`,
-      `- \`${n}\`: how many ${e.history.counts} the ${e.name} placed in the range, whatever the filters: ${ENTITY_COUNTS.map((c) => `\`${c}\``).join(', ')}.`,
-      `- \`${e.name}_type\`: \`one_time\` (one of its ${e.history.counts} in the range) or \`repeat\` (more).`,
+      `- \`${n}\`: how many of the call's ${e.history.counts} (range, filters, scope) are the ${e.name}'s: ${ENTITY_COUNTS.map((c) => `\`${c}\``).join(', ')}.`,
+      `- \`${e.name}_type\`: \`one_time\` (one of the call's ${e.history.counts}) or \`repeat\` (more).`,
       `- \`${e.name}_since\`: \`new\` when its first ${e.history.counts.replace(/s$/, '')} ever (all history, not only the range) falls in the range, else \`returning\`.`,
     );
   }

@@ -12,7 +12,7 @@ import { oneOf } from '../lib/arguments.js';
 import { PERIODS } from '../lib/periods.js';
 import { definePrompt, type AnyPrompt } from '../prompts.js';
 import { CYCLIC_TIMES, TIME_GRAINS, type MetricsModel } from './declarations.js';
-import { derivedDimensions } from './statement.js';
+import { derivedDimensions } from './call.js';
 import { METRICS_TOOL } from './tool.js';
 
 const user = (text: string): PromptMessage => ({ role: 'user', content: { type: 'text', text } });

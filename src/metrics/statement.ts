@@ -1,237 +1,59 @@
 /**
  * The one statement of a `query_metrics` call, compiled from the pack's declarations: the source that
- * serves it, its rows held to the range, the filters and the caller's data scope, grouped by the
- * dimensions asked for with the totals as grouping sets of the same statement, then ranked and cut
- * per currency. Every value (dates, time zone, filter and scope values, limit, threshold, the seed of
- * the person keys) is a bind parameter; the time zone and the seed are bound once, in a lateral join,
- * so that the grouped expressions are the same text in the select list, the grouping sets and
- * grouping(), and a protected count's aggregates are one text that PostgreSQL computes once.
+ * serves it, its rows (rows.ts: held to the range, the filters and the caller's data scope), grouped by
+ * the dimensions asked for, then each currency's totals and first groups (ranked.ts). Every value
+ * (dates, time zone, filter and scope values, limit, threshold, the seed of the person keys) is a bind
+ * parameter; the time zone and the seed are bound once, in a lateral join, so that the grouped
+ * expressions are the same text in the select list, the grouping sets and grouping(), and a protected
+ * count's aggregates are one text that PostgreSQL computes once.
  *
- *   select <dimensions>, <currency>, <metrics>, "r"."is_total", "r"."grand", "r"."groups"
- *   from (select "g".*, row_number() over (partition by "g"."is_total", "g"."currency" order by …) as "rank",
- *                count(*) over (partition by "g"."is_total", "g"."currency") as "groups"
- *         from (select <dimension expressions over "qg_time"."local">, <currency>,
- *                      <aggregate> filter (where <the rows it counts>) …,
- *                      grouping('row'::text) as "is_total", grouping(<currency>) as "grand"
- *               from <source rows> cross join lateral (select <time> at time zone $tz as "local"
- *                                                        [, <person key> as "person_key"]) as "qg_time"
- *                    [cross join lateral (<an amount's band, an entity's facts>) …]
- *               where <time> >= $start and <time> < $end and <filters> and <scope>
- *               group by grouping sets (('row'::text, <keys>, <currency>), (<currency>) or ())) as "g") as "r"
- *   where "r"."rank" <= $limit or "r"."is_total" = 1
- *   order by "r"."is_total" desc, "r"."currency", "r"."rank"
+ *   select <dimension expressions over "qg_time"."local">, <currency>, <aggregate> filter (where <its rows>) …
+ *          [, grouping('row'::text) as "is_total"]
+ *   from <source rows> cross join lateral (select <time> at time zone $tz as "local"
+ *                                                [, <person key> as "person_key"]) as "qg_time"
+ *        [cross join lateral (<an amount's band>)] [join (<an entity's count of the call's rows>)] …
+ *   where <time> >= $start and <time> < $end and <amount bounds> and <filters> and <scope>
+ *   group by <keys>, <currency>                                 -- figures that add up: counts, sums
+ *         or grouping sets (('row'::text, <keys>, <currency>), (<currency>) or ())   -- the others
+ *
+ * What the call's metrics are decides three things, each from one metric or one metric beside one
+ * dimension: whether the totals add up from the groups (else a grouping set), whether one row filter
+ * of all its metrics holds the rows themselves (rows.ts, sharedRows), and whether a call grouped only by
+ * an entity's count is aggregated per entity first (rows.ts, perEntity).
  *
  * Why the start-up checks need not compile every combination: each fragment (a dimension's
  * expression, a metric's aggregate, a filter's condition, the scope's condition) is the same text
  * whatever else a call asks for; only the source changes it. So compiling each fragment on every
  * source that can serve it, with each other fragment beside it once (the pairs, see checkedArguments
- * in tool.ts), checks every statement a call can build.
+ * in tool.ts), checks every statement a call can build, each of the three choices above included.
  */
 import { sql, type AliasedRawBuilder, type Kysely, type RawBuilder } from 'kysely';
 import { ConfigError } from '../errors.js';
-import { dailyRollupCovers, endOfRange, rollupCovers, startOfDay } from '../db/range-sql.js';
-import { resolveRange, type DateRangeInput, type ResolvedRange } from '../lib/date-range.js';
-import { personKey, releasedCount } from '../lib/protected-counts.js';
+import { resolveRange } from '../lib/date-range.js';
+import { releasedCount } from '../lib/protected-counts.js';
 import type { QueryContext, RowQuery } from '../registry/types.js';
+import { derivedDimensions, perCurrency, selectedColumns, sourceFor, type MetricsArgs } from './call.js';
+import type { MetricDeclaration, MetricSource, MetricsModel, SourceBuilder, SourceRows } from './declarations.js';
+import { rankedAnswer, type RankedSpec } from './ranked.js';
 import {
-  CYCLIC_TIMES,
-  TIME_GRAINS,
-  type AmountDeclaration,
-  type EntityDeclaration,
-  type MetricDeclaration,
-  type MetricSource,
-  type MetricsModel,
-  type SourceBuilder,
-  type SourceRows,
-} from './declarations.js';
+  entityParts,
+  isTimeDimension,
+  type SourcedCall,
+  LOCAL,
+  partIsCount,
+  perEntity,
+  QG_TIME,
+  rowsOf,
+  sharedRows,
+} from './rows.js';
 
-export interface MetricsArgs extends DateRangeInput {
-  readonly metrics: readonly string[];
-  readonly group_by?: readonly string[] | undefined;
-  readonly filters?: Readonly<Record<string, readonly string[] | undefined>> | undefined;
-  readonly order_by?: string | undefined;
-  readonly limit: number;
-}
+/** Whether a dimension is an entity's own token (one group an entity). */
+const entityId = (model: MetricsModel, name: string): boolean =>
+  derivedDimensions(model).some((d) => d.name === name && d.kind === 'entity');
 
 /**
- * A dimension the engine derives from a pack's amounts and entities (see declarations.ts): its name,
- * what it is of, and the values a filter on it accepts (none for an entity's token, which no filter
- * takes: a token is not turned back into an id).
- */
-export interface DerivedDimension {
-  readonly name: string;
-  readonly kind: 'band' | 'entity' | 'entity_count' | 'entity_type' | 'entity_since';
-  readonly amount?: AmountDeclaration;
-  readonly entity?: EntityDeclaration;
-  readonly values?: readonly [string, ...string[]];
-}
-
-/** The labels of an amount's bands: "under 25", "25-50", …, "500 and over". */
-export function bandLabels(edges: readonly number[]): [string, ...string[]] {
-  return [
-    `under ${edges[0]}`,
-    ...edges.slice(1).map((e, i) => `${edges[i]}-${e}`),
-    `${edges[edges.length - 1]} and over`,
-  ];
-}
-
-export const ENTITY_COUNTS = ['1', '2', '3', '4', '5', '6', '7', '8', '9', '10+'] as const;
-
-/** The dimensions derived from the model's amounts and entities, in a fixed order. */
-export function derivedDimensions(model: MetricsModel): DerivedDimension[] {
-  return [
-    ...(model.amounts ?? []).map((a): DerivedDimension => ({
-      name: `${a.name}_band`,
-      kind: 'band',
-      amount: a,
-      values: bandLabels(a.bands),
-    })),
-    ...(model.entities ?? []).flatMap((e): DerivedDimension[] => [
-      { name: e.name, kind: 'entity', entity: e },
-      { name: `${e.name}_${e.history.counts}`, kind: 'entity_count', entity: e, values: [...ENTITY_COUNTS] },
-      { name: `${e.name}_type`, kind: 'entity_type', entity: e, values: ['one_time', 'repeat'] },
-      { name: `${e.name}_since`, kind: 'entity_since', entity: e, values: ['new', 'returning'] },
-    ]),
-  ];
-}
-
-/** The columns every statement selects, in this order, whatever the call asks for. */
-export function selectedColumns(model: MetricsModel): string[] {
-  return [
-    ...TIME_GRAINS,
-    ...CYCLIC_TIMES,
-    ...model.attributes.flatMap((a) => (a.labelled ? [a.name, `${a.name}_name`] : [a.name])),
-    ...derivedDimensions(model).map((d) => d.name),
-    'currency',
-    ...model.metrics.map((m) => m.name),
-    'is_total',
-    'grand',
-    'groups',
-  ];
-}
-
-/** The base metrics a call's metrics are computed from: ratios give their parts. */
-export function baseMetrics(model: MetricsModel, names: readonly string[]): string[] {
-  const out = new Set<string>();
-  const visit = (name: string): void => {
-    const m = model.metrics.find((x) => x.name === name)!;
-    if (m.ratio) m.ratio.forEach(visit);
-    else out.add(name);
-  };
-  names.forEach(visit);
-  return [...out];
-}
-
-/** Whether an answer with these metrics releases a protected count of people (a ratio's part included). */
-export function protectsPeople(model: MetricsModel, names: readonly string[]): boolean {
-  return baseMetrics(model, names).some((n) => model.metrics.find((m) => m.name === n)!.protected === true);
-}
-
-/** What a call reads of a source: its metrics, attributes, amounts and entities. */
-interface CallNeeds {
-  readonly metrics: readonly string[];
-  readonly attributes: readonly string[];
-  readonly amounts: readonly string[];
-  readonly entities: readonly string[];
-  readonly people: boolean;
-}
-
-/** What a call reads: the metrics, the attributes it groups and filters by and the data scope's, the amounts and entities. */
-export function needsOf(
-  model: MetricsModel,
-  args: Pick<MetricsArgs, 'metrics' | 'group_by' | 'filters'>,
-  ctx?: Pick<QueryContext, 'dataScope'>,
-): CallNeeds {
-  const attributes = new Set<string>();
-  const amounts = new Set<string>();
-  const entities = new Set<string>();
-  const derived = derivedDimensions(model);
-  const read = (name: string): void => {
-    if (model.attributes.some((a) => a.name === name)) attributes.add(name);
-    const d = derived.find((x) => x.name === name);
-    if (d?.amount) amounts.add(d.amount.name);
-    if (d?.entity) entities.add(d.entity.name);
-  };
-  for (const d of args.group_by ?? []) read(d);
-  for (const [f, values] of Object.entries(args.filters ?? {})) if (values !== undefined) read(f);
-  for (const a of model.attributes) if (a.scope !== undefined && ctx?.dataScope?.[a.scope]) attributes.add(a.name);
-  for (const a of model.amounts ?? []) if (amountBounds(args, a.name).length > 0) amounts.add(a.name);
-  return {
-    metrics: baseMetrics(model, args.metrics),
-    attributes: [...attributes],
-    amounts: [...amounts],
-    entities: [...entities],
-    people: protectsPeople(model, args.metrics),
-  };
-}
-
-/** Whether a call's figures come per currency: it asks for money, or reads an amount (in its row's currency). */
-export function perCurrency(model: MetricsModel, args: Pick<MetricsArgs, 'metrics' | 'group_by' | 'filters'>): boolean {
-  return (
-    baseMetrics(model, args.metrics).some((n) => model.metrics.find((m) => m.name === n)!.unit === 'money') ||
-    needsOf(model, args).amounts.length > 0
-  );
-}
-
-/** Whether a source can compute everything a call reads, whatever its time grain. */
-function carries(s: MetricSource, needs: CallNeeds): boolean {
-  return (
-    needs.metrics.every((m) => m in s.measures) &&
-    needs.attributes.every((a) => a in s.attributes) &&
-    needs.amounts.every((a) => a in (s.amounts ?? {})) &&
-    needs.entities.every((e) => e in (s.entities ?? {})) &&
-    (!needs.people || s.people !== undefined)
-  );
-}
-
-/**
- * Why no source can serve a call, or undefined when one can: the metrics that cannot be computed with
- * the rest, and the rest. A metric measured per order (a median) grouped by what belongs to an order's
- * items (a category), say.
- */
-export function unservable(
-  model: MetricsModel,
-  args: Pick<MetricsArgs, 'metrics' | 'group_by' | 'filters'>,
-): { metrics: string[]; others: string[] } | undefined {
-  const needs = needsOf(model, args);
-  if (model.sources.some((s) => s.timeGrain === undefined && carries(s, needs))) return undefined;
-  return {
-    metrics: needs.metrics.filter((m) => !model.sources.every((s) => carries(s, { ...needs, metrics: [m] }))),
-    others: [...needs.attributes, ...needs.amounts, ...needs.entities],
-  };
-}
-
-/** The first source (smallest first) that serves the call; a call no source serves is refused by its input schema. */
-export function sourceFor(model: MetricsModel, args: MetricsArgs, ctx: QueryContext): MetricSource {
-  const range = resolveRange(args);
-  const needs = needsOf(model, args, ctx);
-  const groupsByHour = (args.group_by ?? []).some((d) => d === 'hour' || d === 'hour_of_day');
-  return (
-    model.sources.find(
-      (s) =>
-        (s.timeGrain !== 'hour' || rollupCovers(range, ctx.timeZone)) &&
-        (s.timeGrain !== 'day' || (dailyRollupCovers(range, ctx.timeZone) && !groupsByHour)) &&
-        carries(s, needs),
-    ) ??
-    model.sources.find((s) => s.timeGrain === undefined && carries(s, needs)) ??
-    model.sources[model.sources.length - 1]!
-  );
-}
-
-/** The bounds a call puts on an amount: [operator, value] for min_<name> (at least) and max_<name> (below). */
-export function amountBounds(args: object, name: string): ['>=' | '<', number][] {
-  const values = args as Record<string, unknown>;
-  const out: ['>=' | '<', number][] = [];
-  if (typeof values[`min_${name}`] === 'number') out.push(['>=', values[`min_${name}`] as number]);
-  if (typeof values[`max_${name}`] === 'number') out.push(['<', values[`max_${name}`] as number]);
-  return out;
-}
-
-const QG_TIME = 'qg_time';
-const LOCAL = `${QG_TIME}.local`;
-/**
- * A constant in the grouped rows' set only, whose grouping() tells them from the totals: the first key
- * could be an entity's id, which no column but its own token may select.
+ * A constant in the grouped rows' set only, whose grouping() tells them from the totals beside them: the
+ * first key could be an entity's id, which no column but its own token may select.
  */
 const ROW_MARK = sql`'row'::text`;
 
@@ -279,9 +101,6 @@ function derivedKey(model: MetricsModel, source: MetricSource, name: string): Ra
   }
 }
 
-const isTime = (name: string): boolean => (TIME_GRAINS as readonly string[]).includes(name);
-const isCyclic = (name: string): boolean => (CYCLIC_TIMES as readonly string[]).includes(name);
-
 /**
  * One base metric's aggregate on a source: `agg(of) filter (where rows)`, sums never null; a protected
  * count released from its true count and its people's keys (src/lib/protected-counts.ts).
@@ -292,11 +111,24 @@ function aggregateOf(
   source: MetricSource,
   name: string,
   ctx: QueryContext,
+  parts?: string,
+  hoisted = false,
 ): RawBuilder<unknown> {
   const measure = source.measures[name]!;
+  if (parts !== undefined) {
+    // The second step of a two-step count: the parts of each entity (see perEntity) added up.
+    // (Every entity has a row of the call: where its part is its count of rows, it counts it.)
+    if (partIsCount(source, name)) {
+      return measure.aggregate === 'count' ? sql`sum(${sql.ref(`${parts}.n`)})::bigint` : sql`count(*)`;
+    }
+    const part = sql.ref(`${parts}.p_${name}`);
+    return measure.aggregate === 'count'
+      ? sql`coalesce(sum(${part}), 0)::bigint`
+      : sql`count(*) filter (where ${part} > 0)`;
+  }
   const of =
     measure.of === undefined ? undefined : typeof measure.of === 'string' ? eb.ref(measure.of) : measure.of(eb);
-  const filter = measure.rows ? sql` filter (where ${measure.rows(eb)})` : sql``;
+  const filter = measure.rows && !hoisted ? sql` filter (where ${measure.rows(eb)})` : sql``;
   if (model.metrics.find((m) => m.name === name)!.protected) {
     if (!ctx.protection) throw new ConfigError(`${name} is a protected count but the call has no protection rule`);
     const keys = sql`sum(distinct ${eb.ref(`${QG_TIME}.person_key`)})${filter}`;
@@ -314,93 +146,22 @@ function aggregateOf(
   }
 }
 
-/** A metric's figure in a grouped row: rounded money, ratios from the sums of their parts. */
+/** A metric's figure in a grouped row, unrounded (ranked.ts rounds money and ratios): ratios from the sums of their parts. */
 function metricValue(
   eb: SourceBuilder,
   model: MetricsModel,
   source: MetricSource,
   m: MetricDeclaration,
   ctx: QueryContext,
+  parts?: string,
+  hoisted = false,
 ): RawBuilder<unknown> {
   const raw = (name: string): RawBuilder<unknown> => {
     const d = model.metrics.find((x) => x.name === name)!;
-    if (!d.ratio) return aggregateOf(eb, model, source, name, ctx);
+    if (!d.ratio) return aggregateOf(eb, model, source, name, ctx, parts, hoisted);
     return sql`(${raw(d.ratio[0])})::numeric / nullif(${raw(d.ratio[1])}, 0)`;
   };
-  if (m.unit === 'money') return sql`round((${raw(m.name)})::numeric, 2)`;
-  if (m.unit === 'ratio') return sql`round(${raw(m.name)}, 4)`;
   return raw(m.name);
-}
-
-/** The rows of a call: the source's, held to the range, the filters and the caller's data scope. */
-function rowsOf(
-  db: Kysely<unknown>,
-  model: MetricsModel,
-  source: MetricSource,
-  args: MetricsArgs,
-  ctx: QueryContext,
-  range: ResolvedRange,
-): SourceRows {
-  // A protected count's person keys are bound here, once per row, beside the local time.
-  const protection = protectsPeople(model, args.metrics) ? ctx.protection : undefined;
-  let rows = source
-    .rows(db)
-    .crossJoinLateral(
-      db
-        .selectNoFrom([
-          sql`${sql.ref(source.time)} at time zone ${ctx.timeZone}`.as('local'),
-          ...(protection ? [personKey(sql.ref(source.people!), protection).as('person_key')] : []),
-        ])
-        .as(QG_TIME),
-    )
-    .where(source.time, '>=', startOfDay(range.startDate, ctx.timeZone))
-    .where(source.time, '<', endOfRange(range, ctx.timeZone));
-  const needs = needsOf(model, args, ctx);
-  for (const a of model.amounts ?? []) {
-    if (!needs.amounts.includes(a.name)) continue;
-    const value = sql.ref(source.amounts![a.name]!);
-    for (const [op, bound] of amountBounds(args, a.name)) rows = rows.where(value, op, bound);
-    // The band, computed once per row beside it: its edges and labels are bind parameters, so the
-    // grouped expression is a column of the lateral, the same text wherever it is written.
-    const labels = bandLabels(a.bands);
-    const band = sql`case ${sql.join(
-      a.bands.map((edge, i) => sql`when ${value} < ${edge} then ${labels[i]!}`),
-      sql` `,
-    )} else ${labels[labels.length - 1]!} end`;
-    rows = rows.crossJoinLateral(db.selectNoFrom(band.as('k')).as(`qg_${a.name}_band`));
-  }
-  for (const e of model.entities ?? []) {
-    if (!needs.entities.includes(e.name)) continue;
-    const start = startOfDay(range.startDate, ctx.timeZone);
-    const end = endOfRange(range, ctx.timeZone);
-    // Two probes, each answered by an index on (id, time) where the pack has one: its rows in the range,
-    // and its first row ever.
-    const view = e.history.from;
-    const history = (alias: string): SourceRows =>
-      (db as Kysely<any>) // eslint-disable-line @typescript-eslint/no-explicit-any
-        .selectFrom(`${view} as ${alias}`)
-        .where(sql.ref(`${alias}.${e.history.id}`), '=', sql.ref(source.entities![e.name]!));
-    const time = (alias: string): RawBuilder<unknown> => sql`${sql.ref(`${alias}.${e.history.time}`)}`;
-    const inRange = history('qg_h')
-      .select(sql<number>`count(*)`.as('n'))
-      .where(time('qg_h'), '>=', start)
-      .where(time('qg_h'), '<', end);
-    const first = history('qg_f').select(
-      sql<string>`case when min(${time('qg_f')}) >= ${start} then 'new' else 'returning' end`.as('since'),
-    );
-    rows = rows.crossJoinLateral(inRange.as(`qg_${e.name}`)).crossJoinLateral(first.as(`qg_${e.name}_first`));
-  }
-  for (const [name, values] of Object.entries(args.filters ?? {})) {
-    if (values === undefined) continue;
-    rows = model.attributes.some((a) => a.name === name)
-      ? rows.where(source.attributes[name]!, 'in', values)
-      : rows.where(derivedKey(model, source, name), 'in', values);
-  }
-  for (const a of model.attributes) {
-    const scope = a.scope === undefined ? undefined : ctx.dataScope?.[a.scope];
-    if (scope !== undefined) rows = rows.where(source.attributes[a.name]!, 'in', scope);
-  }
-  return rows;
 }
 
 /** The statement of a call (without LIMIT: the registry adds it). */
@@ -411,97 +172,116 @@ export function metricsStatement(
   ctx: QueryContext,
 ): RowQuery {
   const range = resolveRange(args);
-  const source = sourceFor(model, args, ctx);
   const dims = args.group_by ?? [];
   const money = perCurrency(model, args);
-  const rows = rowsOf(db, model, source, args, ctx, range);
+  const source = sourceFor(model, args, ctx);
+  const entity = perEntity(model, source, args);
+  const adds = (m: MetricDeclaration): 'count' | 'sum' | undefined => {
+    const aggregate = source.measures[m.name]?.aggregate;
+    if (m.ratio || m.protected || aggregate === undefined) return undefined;
+    // Counted per entity first, each entity is in one group: its distinct count adds up too.
+    if (entity !== undefined) return 'count';
+    return aggregate === 'count' || aggregate === 'sum' ? aggregate : undefined;
+  };
+  const asked = model.metrics.filter((m) => args.metrics.includes(m.name));
+  const spec: RankedSpec = {
+    columns: selectedColumns(model),
+    keys: dims.flatMap((d) => (source.labels?.[d] !== undefined ? [d, `${d}_name`] : [d])),
+    metrics: asked.map((m) => ({
+      name: m.name,
+      ...(m.unit === 'money' ? { round: 2 as const } : m.unit === 'ratio' ? { round: 4 as const } : {}),
+      ...(adds(m) ? { adds: adds(m)! } : {}),
+    })),
+    money,
+    order: orderOf(model, args),
+    limit: args.limit,
+  };
+  const groupsOf =
+    dims.length === 0
+      ? undefined
+      : (currency?: RawBuilder<unknown>, totalsBeside = false) =>
+          groupedRows({ db, model, source, args, ctx, range }, money, currency, totalsBeside);
+  // The totals: where the groups are an entity's (a customer each: as many groups as rows, nearly), the
+  // same call without its dimensions on a rollup that serves it (per currency when the groups are, even
+  // where only a band read made them so); else the sums of the groups where every figure adds up, else
+  // a grouping set beside them.
+  const whole = { ...args, group_by: [] };
+  const wholeSource = sourceFor(model, whole, ctx);
+  const totals: Parameters<typeof rankedAnswer>[1] =
+    groupsOf === undefined || (wholeSource.rollup && dims.some((d) => entityId(model, d)))
+      ? groupedRows(
+          { db, model, args: whole, ctx, range, source: money && !wholeSource.currency ? source : wholeSource },
+          money,
+        )
+      : spec.metrics.every((m) => m.adds !== undefined)
+        ? 'sums of the groups'
+        : 'beside the groups';
+  return rankedAnswer(db, totals, groupsOf, spec);
+}
 
+/**
+ * A call's figures on a source, grouped by its dimensions and its currency (unrounded: ranked.ts
+ * rounds them), held to one currency when one is given: the groups of that currency.
+ */
+function groupedRows(
+  call: SourcedCall,
+  money: boolean,
+  currency?: RawBuilder<unknown>,
+  totalsBeside = false,
+): SourceRows {
+  const { db, model, source, args, ctx } = call;
+  const dims = args.group_by ?? [];
+  const entity = perEntity(model, source, args);
+  const parts = entity ? `qg_${entity.name}` : undefined;
+  const shared = entity ? undefined : sharedRows(db, model, source, args);
+  let rows: SourceRows = entity
+    ? (db as Kysely<any>).selectFrom(entityParts(call, entity).as(parts!)) // eslint-disable-line @typescript-eslint/no-explicit-any
+    : rowsOf(call, shared);
+  if (money && currency) rows = rows.where(sql.ref(source.currency!), '=', currency);
   const keyOf = (eb: SourceBuilder, name: string): RawBuilder<unknown> =>
-    isTime(name) || isCyclic(name)
+    isTimeDimension(name)
       ? timeKey(eb, name, source)
       : model.attributes.some((a) => a.name === name)
         ? sql`${eb.ref(source.attributes[name]!)}`
         : derivedKey(model, source, name);
-  const grouped = rows
-    .select((eb: SourceBuilder) => {
-      const keys = dims.map((d) => keyOf(eb, d));
-      const currency = money ? sql`${eb.ref(source.currency!)}` : undefined;
-      const grand = currency ? sql`grouping(${currency})` : sql`0`;
-      const out: AliasedRawBuilder<unknown, string>[] = [];
-      for (const name of [...TIME_GRAINS, ...CYCLIC_TIMES]) {
-        out.push((dims.includes(name) ? keyOf(eb, name) : sql`null::text`).as(name));
-      }
-      for (const a of model.attributes) {
-        out.push((dims.includes(a.name) ? keyOf(eb, a.name) : sql`null::text`).as(a.name));
-        if (a.labelled) {
-          const label = source.labels?.[a.name];
-          out.push((dims.includes(a.name) && label ? sql`${eb.ref(label)}` : sql`null::text`).as(`${a.name}_name`));
-        }
-      }
-      for (const d of derivedDimensions(model)) {
-        out.push((dims.includes(d.name) ? keyOf(eb, d.name) : sql`null::text`).as(d.name));
-      }
-      out.push((currency ?? sql`null::text`).as('currency'));
-      for (const m of model.metrics) {
-        const value = args.metrics.includes(m.name) ? metricValue(eb, model, source, m, ctx) : sql`null::numeric`;
-        // Money comes per currency: no grouping set adds two (no grand total across currencies is computed,
-        // so a median or a distinct count is never worked out for rows no answer returns).
-        out.push(value.as(m.name));
-      }
-      out.push((keys.length > 0 ? sql`grouping(${ROW_MARK})` : sql`1`).as('is_total'));
-      out.push(grand.as('grand'));
-      // The first instant of the hour bucket (the same whichever source serves it), to list hours in time
-      // order even when clocks go back; null unless hours are asked for.
-      const hourStart = sql`${eb.ref(source.time)} - (${eb.ref(LOCAL)} - date_trunc('hour', ${eb.ref(LOCAL)}))`;
-      out.push((dims.includes('hour') ? sql`min(${hourStart})` : sql`null::timestamptz`).as('qg_first'));
-      return out;
-    })
-    .groupBy((eb: SourceBuilder) => {
-      const keys = dims.map((d) => keyOf(eb, d));
-      const labels = dims
-        .filter((d) => source.labels?.[d] !== undefined)
-        .map((d) => sql`${eb.ref(source.labels![d]!)}`);
-      const currency = money ? sql`${eb.ref(source.currency!)}` : undefined;
-      const marked = keys.length > 0 ? [ROW_MARK, ...keys] : [];
-      const sets = [sql`(${sql.join([...marked, ...labels, ...(currency ? [currency] : [])])})`];
-      if (keys.length > 0) sets.push(currency ? sql`(${currency})` : sql`()`);
-      return [sql`grouping sets (${sql.join(sets)})`];
-    });
-
-  const order = orderOf(model, args);
-  const partition = ['g.is_total', 'g.currency'] as const;
-  const ranked = db.selectFrom(grouped.as('g')).select((eb) => [
-    ...selectedColumns(model)
-      .filter((c) => c !== 'groups')
-      .map((c) => eb.ref(`g.${c}`).as(c)),
-    eb.fn
-      .agg<number>('row_number', [])
-      .over((ob) => {
-        let w = ob.partitionBy([...partition] as never);
-        for (const [ref, desc] of order) w = w.orderBy(ref as never, desc ? (o) => o.desc().nullsLast() : 'asc');
-        return w;
-      })
-      .as('rank'),
-    eb.fn
-      .countAll<number>()
-      .over((ob) => ob.partitionBy([...partition] as never))
-      .as('groups'),
-  ]);
-  return db
-    .selectFrom(ranked.as('r'))
-    .select((eb) => selectedColumns(model).map((c) => eb.ref(`r.${c}`).as(c)))
-    .where((eb) => eb.or([eb('r.rank', '<=', args.limit), eb('r.is_total', '=', 1)]))
-    .orderBy('r.is_total', 'desc')
-    .orderBy('r.currency')
-    .orderBy('r.rank');
+  const selected = rows.select((eb: SourceBuilder) => {
+    const out: AliasedRawBuilder<unknown, string>[] = [];
+    for (const d of dims) {
+      out.push(keyOf(eb, d).as(d));
+      const label = source.labels?.[d];
+      if (label !== undefined) out.push(sql`${eb.ref(label)}`.as(`${d}_name`));
+    }
+    if (money) out.push(sql`${eb.ref(source.currency!)}`.as('currency'));
+    for (const m of model.metrics.filter((x) => args.metrics.includes(x.name))) {
+      out.push(metricValue(eb, model, source, m, ctx, parts, shared !== undefined).as(m.name));
+    }
+    // The first instant of the hour bucket (the same whichever source serves it), to list hours in time
+    // order even when clocks go back.
+    const hourStart = sql`${eb.ref(source.time)} - (${eb.ref(LOCAL)} - date_trunc('hour', ${eb.ref(LOCAL)}))`;
+    if (dims.includes('hour')) out.push(sql`min(${hourStart})`.as('qg_first'));
+    if (totalsBeside) out.push(sql`grouping(${ROW_MARK})`.as('is_total'));
+    return out;
+  });
+  // Nothing to group by (no dimension, no currency): one row of totals, with no GROUP BY.
+  if (dims.length === 0 && !money) return selected;
+  return selected.groupBy((eb: SourceBuilder) => {
+    const keys = [
+      ...dims.map((d) => keyOf(eb, d)),
+      ...dims.filter((d) => source.labels?.[d] !== undefined).map((d) => sql`${eb.ref(source.labels![d]!)}`),
+    ];
+    const currencyKey = money ? [sql`${eb.ref(source.currency!)}`] : [];
+    if (!totalsBeside) return [...keys, ...currencyKey];
+    const sets = [sql`(${sql.join([ROW_MARK, ...keys, ...currencyKey])})`, sql`(${sql.join(currencyKey)})`];
+    return [sql`grouping sets (${sql.join(sets)})`];
+  });
 }
 
 /** The order within each currency's rows: a metric asked for, else time, else the first metric, biggest first. */
 function orderOf(model: MetricsModel, args: MetricsArgs): [string, boolean][] {
   const dims = args.group_by ?? [];
-  const byKey = dims.map((d): [string, boolean] => [d === 'hour' ? 'g.qg_first' : `g.${d}`, false]);
-  if (args.order_by !== undefined) return [[`g.${args.order_by}`, true], ...byKey];
-  const attributeOnly = dims.length > 0 && dims.every((d) => !isTime(d) && !isCyclic(d));
-  if (attributeOnly) return [[`g.${args.metrics[0]!}`, true], ...byKey];
-  return byKey.length > 0 ? byKey : [['g.is_total', false]];
+  const byKey = dims.map((d): [string, boolean] => [d === 'hour' ? 'qg_first' : d, false]);
+  if (args.order_by !== undefined) return [[args.order_by, true], ...byKey];
+  const attributeOnly = dims.length > 0 && dims.every((d) => !isTimeDimension(d));
+  if (attributeOnly) return [[args.metrics[0]!, true], ...byKey];
+  return byKey;
 }

@@ -238,6 +238,30 @@ for (const timeZone of ZONES) {
         expect(repeat.length).toBeGreaterThan(0);
       });
 
+      it("splits customers by their count of the call's own orders: money per currency, a filter narrowing the count", async () => {
+        for (const statuses of [undefined, ['paid', 'shipped']]) {
+          const orders = ordersIn(MARCH, timeZone, scoped).filter((o) => !statuses || statuses.includes(o.status));
+          const count = new Map<number, number>();
+          for (const o of orders) count.set(o.customerId, (count.get(o.customerId) ?? 0) + 1);
+          const typeOf = (o: RawOrder): string => (count.get(o.customerId)! > 1 ? 'repeat' : 'one_time');
+          const expected = [...groupBy(orders, (o) => `${typeOf(o)}|${o.currency}`)].map(([k, l]) => {
+            const [customer_type, currency] = k.split('|');
+            const customers = new Set(l.map((o) => o.customerId)).size;
+            return { customer_type, currency, customers, revenue: cents(l.filter(isNet)) / 100 };
+          });
+          const out = await metrics({
+            metrics: ['customers', 'revenue'],
+            group_by: ['customer_type'],
+            ...(statuses ? { filters: { status: statuses } } : {}),
+            ...MARCH,
+          });
+          const sort = (a: Figures, b: Figures): number =>
+            `${a.currency}|${a.customer_type}`.localeCompare(`${b.currency}|${b.customer_type}`);
+          expect([...(out.rows ?? [])].sort(sort)).toEqual(expected.sort(sort));
+          expect(expected.some((r) => r.customer_type === 'repeat')).toBe(true);
+        }
+      });
+
       it('counts the customers whose first order ever fell in the range, over all history', async () => {
         const seen = scoped ? data.orders.filter((o) => SCOPE.includes(regionOf(o))) : data.orders;
         const first = new Map<number, number>();
@@ -273,6 +297,21 @@ for (const timeZone of ZONES) {
         });
         const usd = (out.rows ?? []).filter((r) => r.currency === 'USD');
         expect(usd.map((r) => r.revenue)).toEqual(revenue.slice(0, 5).map(([, c]) => c / 100));
+        // Each currency its own first five, and totals of every customer's net orders, not of the five.
+        const net = ordersIn(MARCH, timeZone, scoped).filter(isNet);
+        for (const currency of currencies(net)) {
+          const mine = net.filter((o) => o.currency === currency);
+          const ranked = [...groupBy(mine, (o) => String(o.customerId)).values()].map(cents).sort((a, b) => b - a);
+          const listed = (out.rows ?? []).filter((r) => r.currency === currency);
+          expect(listed.map((r) => r.revenue)).toEqual(ranked.slice(0, 5).map((c) => c / 100));
+          expect(out.totals.find((t) => t.currency === currency)).toEqual({
+            currency,
+            revenue: cents(mine) / 100,
+            net_orders: mine.length,
+          });
+        }
+        expect(currencies(net)).toEqual(['EUR', 'USD']);
+        expect(out.truncated).toBe(true);
         for (const r of usd) expect(r.customer).toMatch(/^cus_[\w-]{16}$/);
         // The top customer's token is the customer_ref the row list gives for that customer's orders.
         const top = revenue[0]![0];
