@@ -12,9 +12,11 @@
  * attempts, the subtraction lands on the true figure for at most a third of them (with exact figures it
  * lands on all), and a hit is not known to be one: every released figure is off by up to 2, and the
  * small ones are 0 or 5. On the seeded desk, the suppression this rule replaced also hid the cells
- * these attacks aim at, so the last three attacks run on a quiet day built for them (the issue's: a
- * team's day of 3 requesters, in weeks where every cell is large), where suppression gave the 3 away in
- * 12 of 12 weeks by each route and this rule does not.
+ * these attacks aim at (against 74bdf50 the five sweeps hit 2 of 29, 0 of 276, 23 of 507, 2 of 305 and
+ * 0 of 205 attempts, and pass): they are a sweep of every route, not proof that the old rule leaked.
+ * The proof is the last three attacks, on a quiet day built for them (the issue's: a team's day of 3
+ * requesters, in weeks where every cell is large), where suppression gave the 3 away in 12 of 12 weeks
+ * by each route and this rule does not.
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -131,7 +133,7 @@ function expectReleased(answer: Answer): void {
 }
 
 describe(`${TOOL}: the protected requesters count against subtraction`, () => {
-  it('(a) within one answer: the totals minus the other rows', async () => {
+  it("(a) within one answer: a team's totals minus its other priorities", async () => {
     const attempts: Attempt[] = [];
     for (const range of [RANGE, ...MONTHS]) {
       for (const team of teams) {
@@ -150,6 +152,11 @@ describe(`${TOOL}: the protected requesters count against subtraction`, () => {
         }
       }
     }
+    expectHeld(attempts);
+  });
+
+  it("(a) within one answer: a team's week minus its other days", async () => {
+    const attempts: Attempt[] = [];
     for (const week of WEEKS) {
       for (const team of teams) {
         const out = await ask({ ...week, group_by: ['day'], filters: { team: [team] } });
