@@ -33,7 +33,14 @@ import { resolveRange } from '../lib/date-range.js';
 import { releasedCount } from '../lib/protected-counts.js';
 import type { QueryContext, RowQuery } from '../registry/types.js';
 import { derivedDimensions, perCurrency, selectedColumns, sourceFor, type MetricsArgs } from './call.js';
-import type { MetricDeclaration, MetricSource, MetricsModel, SourceBuilder, SourceRows } from './declarations.js';
+import type {
+  EntityDeclaration,
+  MetricDeclaration,
+  MetricSource,
+  MetricsModel,
+  SourceBuilder,
+  SourceRows,
+} from './declarations.js';
 import { rankedAnswer, type RankedSpec } from './ranked.js';
 import {
   entityParts,
@@ -200,7 +207,7 @@ export function metricsStatement(
     dims.length === 0
       ? undefined
       : (currency?: RawBuilder<unknown>, totalsBeside = false) =>
-          groupedRows({ db, model, source, args, ctx, range }, money, currency, totalsBeside);
+          groupedRows({ db, model, source, args, ctx, range }, { money, currency, totalsBeside, entity });
   // The totals: where the groups are an entity's (a customer each: as many groups as rows, nearly), the
   // same call without its dimensions on a rollup that serves it (per currency when the groups are, even
   // where only a band read made them so); else the sums of the groups where every figure adds up, else
@@ -211,7 +218,8 @@ export function metricsStatement(
     groupsOf === undefined || (wholeSource.rollup && dims.some((d) => entityId(model, d)))
       ? groupedRows(
           { db, model, args: whole, ctx, range, source: money && !wholeSource.currency ? source : wholeSource },
-          money,
+          // No dimension: never counted per entity first.
+          { money },
         )
       : spec.metrics.every((m) => m.adds !== undefined)
         ? 'sums of the groups'
@@ -225,13 +233,21 @@ export function metricsStatement(
  */
 function groupedRows(
   call: SourcedCall,
-  money: boolean,
-  currency?: RawBuilder<unknown>,
-  totalsBeside = false,
+  {
+    money,
+    currency,
+    totalsBeside = false,
+    entity,
+  }: {
+    money: boolean;
+    currency?: RawBuilder<unknown>;
+    totalsBeside?: boolean;
+    /** The entity the call is counted by first (perEntity, worked out once by the caller). */
+    entity?: EntityDeclaration | undefined;
+  },
 ): SourceRows {
   const { db, model, source, args, ctx } = call;
   const dims = args.group_by ?? [];
-  const entity = perEntity(model, source, args);
   const parts = entity ? `qg_${entity.name}` : undefined;
   const shared = entity ? undefined : sharedRows(db, model, source, args);
   let rows: SourceRows = entity
