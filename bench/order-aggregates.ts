@@ -10,24 +10,14 @@
  *
  *   npm run bench:order-aggregates -- [--orders 2000000] [--calls 5] [--rounds 4]
  */
-import { parseArgs } from 'node:util';
 import { salesMetrics } from '../pack/metrics.js';
 import { PERSONAL_COLUMNS } from '../pack/schema.js';
 import { createCompiler } from '../src/db/connect.js';
 import { metricsTemplate } from '../src/metrics/tool.js';
 import { builderContext, type AnyTemplate } from '../src/registry/types.js';
-import { withSeededReader } from './seeded-reader.js';
+import { timingArguments, withSeededReader } from './seeded-reader.js';
 
-const { values } = parseArgs({
-  options: {
-    orders: { type: 'string', default: '2000000' },
-    calls: { type: 'string', default: '5' },
-    rounds: { type: 'string', default: '4' },
-  },
-});
-const ORDERS = Number(values.orders);
-const CALLS = Number(values.calls);
-const ROUNDS = Number(values.rounds);
+const { orders: ORDERS, calls: CALLS, rounds: ROUNDS } = timingArguments();
 const template = metricsTemplate(salesMetrics, PERSONAL_COLUMNS) as unknown as AnyTemplate;
 
 const p50 = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;

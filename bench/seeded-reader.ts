@@ -6,6 +6,7 @@
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { salesPack } from '../pack/index.js';
 import { seedDatabase } from '../pack/seed.js';
@@ -37,4 +38,16 @@ export async function withSeededReader(
     await database.stop();
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** The arguments of a bench that times statements: `--orders` (2,000,000), `--calls` a round (5), `--rounds` (4). */
+export function timingArguments(): { orders: number; calls: number; rounds: number } {
+  const { values } = parseArgs({
+    options: {
+      orders: { type: 'string', default: '2000000' },
+      calls: { type: 'string', default: '5' },
+      rounds: { type: 'string', default: '4' },
+    },
+  });
+  return { orders: Number(values.orders), calls: Number(values.calls), rounds: Number(values.rounds) };
 }
