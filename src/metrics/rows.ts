@@ -6,19 +6,19 @@
  * a row filter all its metrics share becomes the rows' own, and a call grouped only by an entity's
  * count is aggregated per entity first.
  */
-import { expressionBuilder, sql, type Kysely } from 'kysely';
+import { expressionBuilder, sql, type Kysely, type RawBuilder } from 'kysely';
 import { endOfRange, startOfDay } from '../db/range-sql.js';
 import type { ResolvedRange } from '../lib/date-range.js';
 import { personKey } from '../lib/protected-counts.js';
 import type { QueryContext } from '../registry/types.js';
 import {
-  bandLabels,
   baseMetrics,
   derivedDimensions,
   needsOf,
   perCurrency,
   amountBounds,
   protectsPeople,
+  type DerivedDimension,
   type MetricsArgs,
 } from './call.js';
 import {
@@ -127,14 +127,11 @@ export function rowsOf(call: SourcedCall, shared?: RowCondition): SourceRows {
   const needs = needsOf(model, args, ctx);
   for (const a of model.amounts ?? []) {
     if (!needs.amounts.includes(a.name) || !(args.group_by ?? []).includes(`${a.name}_band`)) continue;
-    // The band, computed once per row beside it: its edges and labels are bind parameters, so the
-    // grouped expression is a column of the lateral, the same text wherever it is written.
+    // The band's number, computed once per row beside it (0 below the first edge, 1 from it to the
+    // second, …): its edges are a bind parameter, so the grouped expression is a column of the lateral,
+    // the same text wherever it is written. The groups are numbers, labelled once each (statement.ts).
     const value = sql.ref(source.amounts![a.name]!);
-    const labels = bandLabels(a.bands);
-    const band = sql`case ${sql.join(
-      a.bands.map((edge, i) => sql`when ${value} < ${edge} then ${labels[i]!}`),
-      sql` `,
-    )} else ${labels[labels.length - 1]!} end`;
+    const band = sql`width_bucket((${value})::numeric, ${[...a.bands]}::numeric[])`;
     rows = rows.crossJoinLateral(db.selectNoFrom(band.as('k')).as(`qg_${a.name}_band`));
   }
   for (const e of model.entities ?? []) {
@@ -193,17 +190,42 @@ export const partIsCount = (source: MetricSource, name: string): boolean => {
 };
 
 /**
+ * Whether an entity's count of the call's rows, n (at least 1), is a value of its count dimension:
+ * '1' … '9' and '10+' of `<entity>_<counts>`, 'one_time' and 'repeat' of `<entity>_type`. The one place
+ * the values are told apart, for the grouped label and for the tallies of a two-step count alike.
+ */
+export function countValueTest(
+  kind: DerivedDimension['kind'],
+  value: string,
+  n: RawBuilder<unknown>,
+): RawBuilder<boolean> {
+  if (kind === 'entity_type') return value === 'repeat' ? sql`${n} > 1` : sql`${n} = 1`;
+  if (kind !== 'entity_count') throw new Error(`${kind} is not an entity's count`);
+  return value.endsWith('+') ? sql`${n} >= ${Number.parseInt(value, 10)}` : sql`${n} = ${Number(value)}`;
+}
+
+/**
  * One row an entity: `select <id> as id, count(*) as n from <the call's rows> group by <id>`, its count
- * of the call's rows; and, for the first step of a two-step count, each metric's part that is not that
- * count.
+ * of the call's rows, with the label of each of its count dimensions (for a join to the rows: bound
+ * once here, so that the grouped key is a column); and, for the first step of a two-step count, each
+ * metric's part that is not that count.
  */
 export function entityParts(call: SourcedCall, e: EntityDeclaration, withParts = true): SourceRows {
   const { model, source, args } = call;
   const id = sql.ref(source.entities![e.name]!);
+  const n = sql`count(*)`;
   return callRows(call)
     .select((eb: SourceBuilder) => [
       id.as('id'),
-      sql<number>`count(*)`.as('n'),
+      sql<number>`${n}`.as('n'),
+      ...derivedDimensions(model)
+        .filter((d) => !withParts && d.entity === e && (d.kind === 'entity_count' || d.kind === 'entity_type'))
+        .map((d) =>
+          sql`case ${sql.join(
+            d.values!.map((v) => sql`when ${countValueTest(d.kind, v, n)} then ${v}::text`),
+            sql` `,
+          )} end`.as(d.name),
+        ),
       ...baseMetrics(model, args.metrics)
         .filter((name) => withParts && !partIsCount(source, name))
         .map((name) => {

@@ -19,7 +19,7 @@
  * What the call's metrics are decides three things, each from one metric or one metric beside one
  * dimension: whether the totals add up from the groups (else a grouping set), whether one row filter
  * of all its metrics holds the rows themselves (rows.ts, sharedRows), and whether a call grouped only by
- * an entity's count is aggregated per entity first (rows.ts, perEntity).
+ * an entity's count is aggregated per entity first (rows.ts, perEntity), then tallied (talliedRows).
  *
  * Why the start-up checks need not compile every combination: each fragment (a dimension's
  * expression, a metric's aggregate, a filter's condition, the scope's condition) is the same text
@@ -43,6 +43,7 @@ import type {
 } from './declarations.js';
 import { rankedAnswer, type RankedSpec } from './ranked.js';
 import {
+  countValueTest,
   entityParts,
   isTimeDimension,
   type SourcedCall,
@@ -100,12 +101,24 @@ function derivedKey(model: MetricsModel, source: MetricSource, name: string): Ra
     case 'entity':
       return sql`${sql.ref(source.entities![d.entity!.name]!)}`;
     case 'entity_count':
-      return sql`case when ${sql.ref(`${lateral}.n`)} >= 10 then '10+' else ${sql.ref(`${lateral}.n`)}::text end`;
     case 'entity_type':
-      return sql`case when ${sql.ref(`${lateral}.n`)} > 1 then 'repeat' else 'one_time' end`;
+      // Labelled once per entity, in the join of its counts (rows.ts, entityParts).
+      return sql`${sql.ref(`${lateral}.${name}`)}`;
     case 'entity_since':
       return sql`${sql.ref(`${lateral}_first.since`)}`;
   }
+}
+
+/** A grouped key as the answer shows it: an amount's band by its label (grouped by its number, see rowsOf). */
+function labelled(model: MetricsModel, name: string, key: RawBuilder<unknown>): RawBuilder<unknown> {
+  const d = derivedDimensions(model).find((x) => x.name === name);
+  return d?.kind === 'band' ? sql`(${[...d.values!]}::text[])[${key} + 1]` : key;
+}
+
+/** The second step of a two-step count: its entities' rows, and the tally a figure is held to (none: every entity). */
+interface Parts {
+  readonly alias: string;
+  readonly within?: RawBuilder<boolean>;
 }
 
 /**
@@ -118,20 +131,26 @@ function aggregateOf(
   source: MetricSource,
   name: string,
   ctx: QueryContext,
-  parts?: string,
+  parts?: Parts,
   hoisted = false,
 ): RawBuilder<unknown> {
   const measure = source.measures[name]!;
   if (parts !== undefined) {
     // The second step of a two-step count: the parts of each entity (see perEntity) added up.
     // (Every entity has a row of the call: where its part is its count of rows, it counts it.)
+    const within = (condition?: RawBuilder<boolean>): RawBuilder<unknown> => {
+      const all = [...(condition ? [condition] : []), ...(parts.within ? [parts.within] : [])];
+      return all.length === 0 ? sql`` : sql` filter (where ${sql.join(all, sql` and `)})`;
+    };
     if (partIsCount(source, name)) {
-      return measure.aggregate === 'count' ? sql`sum(${sql.ref(`${parts}.n`)})::bigint` : sql`count(*)`;
+      return measure.aggregate === 'count'
+        ? sql`coalesce(sum(${sql.ref(`${parts.alias}.n`)})${within()}, 0)::bigint`
+        : sql`count(*)${within()}`;
     }
-    const part = sql.ref(`${parts}.p_${name}`);
+    const part = sql.ref(`${parts.alias}.p_${name}`);
     return measure.aggregate === 'count'
-      ? sql`coalesce(sum(${part}), 0)::bigint`
-      : sql`count(*) filter (where ${part} > 0)`;
+      ? sql`coalesce(sum(${part})${within()}, 0)::bigint`
+      : sql`count(*)${within(sql`${part} > 0`)}`;
   }
   const of =
     measure.of === undefined ? undefined : typeof measure.of === 'string' ? eb.ref(measure.of) : measure.of(eb);
@@ -160,7 +179,7 @@ function metricValue(
   source: MetricSource,
   m: MetricDeclaration,
   ctx: QueryContext,
-  parts?: string,
+  parts?: Parts,
   hoisted = false,
 ): RawBuilder<unknown> {
   const raw = (name: string): RawBuilder<unknown> => {
@@ -248,11 +267,9 @@ function groupedRows(
 ): SourceRows {
   const { db, model, source, args, ctx } = call;
   const dims = args.group_by ?? [];
-  const parts = entity ? `qg_${entity.name}` : undefined;
-  const shared = entity ? undefined : sharedRows(db, model, source, args);
-  let rows: SourceRows = entity
-    ? (db as Kysely<any>).selectFrom(entityParts(call, entity).as(parts!)) // eslint-disable-line @typescript-eslint/no-explicit-any
-    : rowsOf(call, shared);
+  if (entity) return talliedRows(call, entity, totalsBeside);
+  const shared = sharedRows(db, model, source, args);
+  let rows: SourceRows = rowsOf(call, shared);
   if (money && currency) rows = rows.where(sql.ref(source.currency!), '=', currency);
   const keyOf = (eb: SourceBuilder, name: string): RawBuilder<unknown> =>
     isTimeDimension(name)
@@ -263,13 +280,13 @@ function groupedRows(
   const selected = rows.select((eb: SourceBuilder) => {
     const out: AliasedRawBuilder<unknown, string>[] = [];
     for (const d of dims) {
-      out.push(keyOf(eb, d).as(d));
+      out.push(labelled(model, d, keyOf(eb, d)).as(d));
       const label = source.labels?.[d];
       if (label !== undefined) out.push(sql`${eb.ref(label)}`.as(`${d}_name`));
     }
     if (money) out.push(sql`${eb.ref(source.currency!)}`.as('currency'));
     for (const m of model.metrics.filter((x) => args.metrics.includes(x.name))) {
-      out.push(metricValue(eb, model, source, m, ctx, parts, shared !== undefined).as(m.name));
+      out.push(metricValue(eb, model, source, m, ctx, undefined, shared !== undefined).as(m.name));
     }
     // The first instant of the hour bucket (the same whichever source serves it), to list hours in time
     // order even when clocks go back.
@@ -290,6 +307,71 @@ function groupedRows(
     const sets = [sql`(${sql.join([ROW_MARK, ...keys, ...currencyKey])})`, sql`(${sql.join(currencyKey)})`];
     return [sql`grouping sets (${sql.join(sets)})`];
   });
+}
+
+/**
+ * The groups of a two-step count (perEntity), tallied instead of grouped: its dimensions are an entity's
+ * count of rows, whose values are known in advance, so one pass over the entities adds each figure up
+ * for every combination of values (an aggregate with a filter each), and each combination that holds an
+ * entity becomes a row. Hashing each entity into a group by a computed label cost a fifth more.
+ *
+ *   select "qg_v".<dims>, "qg_v".<metrics> from (select count(*) filter (where <n is 1>) as "n_0",
+ *            <metric> filter (where <n is 1>) as "<metric>_0", … for each combination) as "qg_a"
+ *   cross join lateral (select '1' as <dim>, "qg_a"."n_0" as "qg_n", … union all …) as "qg_v"
+ *   where "qg_v"."qg_n" > 0
+ */
+function talliedRows(call: SourcedCall, entity: EntityDeclaration, totalsBeside: boolean): SourceRows {
+  const { db, model, source, args, ctx } = call;
+  const q = db as Kysely<any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  const alias = `qg_${entity.name}`;
+  const n = sql.ref(`${alias}.n`);
+  const dims = args.group_by ?? [];
+  const derived = derivedDimensions(model);
+  type Value = { dim: string; value: string; test: RawBuilder<boolean> };
+  const axes = dims.map((name): Value[] => {
+    const d = derived.find((x) => x.name === name)!;
+    return d.values!.map((value) => ({ dim: name, value, test: countValueTest(d.kind, value, n) }));
+  });
+  const combinations = axes.reduce<Value[][]>((acc, axis) => acc.flatMap((c) => axis.map((v) => [...c, v])), [[]]);
+  // The totals beside them, where asked for: every entity, with no value (is_total = 1).
+  const tallies = [...combinations, ...(totalsBeside ? [undefined] : [])];
+  const asked = model.metrics.filter((m) => args.metrics.includes(m.name));
+  const tally = q.selectFrom(entityParts(call, entity).as(alias)).select((eb: SourceBuilder) =>
+    tallies.flatMap((combination, i) => {
+      const within =
+        combination &&
+        sql<boolean>`${sql.join(
+          combination.map((v) => v.test),
+          sql` and `,
+        )}`;
+      return [
+        (within ? sql`count(*) filter (where ${within})` : sql`count(*)`).as(`n_${i}`),
+        ...asked.map((m) =>
+          metricValue(eb, model, source, m, ctx, { alias, ...(within ? { within } : {}) }).as(`${m.name}_${i}`),
+        ),
+      ];
+    }),
+  );
+  const each = tallies.map((combination, i) =>
+    q.selectNoFrom([
+      ...dims.map((dim) => {
+        const v = combination?.find((x) => x.dim === dim);
+        return (v ? sql`${v.value}::text` : sql`null::text`).as(dim);
+      }),
+      sql.ref(`qg_a.n_${i}`).as('qg_n'),
+      ...asked.map((m) => sql.ref(`qg_a.${m.name}_${i}`).as(m.name)),
+      ...(totalsBeside ? [(combination ? sql`0` : sql`1`).as('is_total')] : []),
+    ]),
+  );
+  const values = each.slice(1).reduce((union, s) => union.unionAll(s), each[0]!);
+  const columns = [...dims, ...asked.map((m) => m.name), ...(totalsBeside ? ['is_total'] : [])];
+  return q
+    .selectFrom(tally.as('qg_a'))
+    .crossJoinLateral(values.as('qg_v'))
+    .select(columns.map((c) => sql.ref(`qg_v.${c}`).as(c)))
+    .where((eb: SourceBuilder) =>
+      eb.or([eb(sql.ref('qg_v.qg_n'), '>', 0), ...(totalsBeside ? [eb(sql.ref('qg_v.is_total'), '=', 1)] : [])]),
+    );
 }
 
 /** The order within each currency's rows: a metric asked for, else time, else the first metric, biggest first. */
