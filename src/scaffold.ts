@@ -32,11 +32,20 @@ export interface Scaffolded {
   readonly report: string;
 }
 
+/** The verbs a new tool's name may start with: what a model does with it, read-only. */
+const TOOL_VERBS = ['query', 'list', 'get', 'find', 'search', 'count', 'compare', 'summarize', 'explain', 'describe'];
+
 export function scaffoldQuery(options: ScaffoldOptions): Scaffolded {
   const { name } = options;
   if (!TOOL_NAME.test(name)) {
     throw new ConfigError(
       `new-query: "${name}" is not a tool name: it must be snake_case verb_noun, such as query_widget_count (lower-case letters and digits, words joined by _)`,
+    );
+  }
+  const verb = name.slice(0, name.indexOf('_'));
+  if (!TOOL_VERBS.includes(verb)) {
+    throw new ConfigError(
+      `new-query: "${name}" does not start with a verb: it must be verb_noun, such as query_${name} (verbs: ${TOOL_VERBS.join(', ')})`,
     );
   }
   const engineRoot = resolve(options.engineRoot ?? findEngineRoot());

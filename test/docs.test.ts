@@ -152,6 +152,44 @@ function commandViolations(markdown: string, ok: Accepted): string[] {
 
 const DOCUMENTS = ['README.md', ...filesUnder('docs', ['.md'])];
 
+/**
+ * The rules of a metrics model as docs/your-own-database.md lists them: each bullet's first `phrase`
+ * (with … for what a message fills in) and the messages the engine refuses a model with.
+ */
+function modelRules(docs: string, engine: string): { undocumented: string[]; unknown: string[] } {
+  const section = docs.slice(docs.indexOf('### The rules a model follows'), docs.indexOf('## Rollups declared'));
+  const phrases = [...section.matchAll(/^- `([^`]+)`/gm)].map((m) => m[1]!.split('…').map((f) => f.trim()));
+  const messages = [...engine.matchAll(/new ConfigError\(\s*`([^`]*)`/g)].map((m) => m[1]!);
+  // A message that forwards a description's problem (descriptions.ts) is that rule's: its words are there.
+  const own = messages.filter((m) => !m.endsWith('${problem}'));
+  return {
+    undocumented: own.filter((m) => !phrases.some((fragments) => fragments.every((f) => m.includes(f)))),
+    unknown: phrases.filter((fragments) => !fragments.every((f) => engine.includes(f))).map((f) => f.join('…')),
+  };
+}
+
+describe('the rules of a metrics model (docs/your-own-database.md)', () => {
+  const engine =
+    read('src/metrics/model-checks.ts') + read('src/lib/descriptions.ts') + read('src/db/doctor/declared-sources.ts');
+  const docs = read('docs/your-own-database.md');
+
+  it('lists every rule src/metrics/model-checks.ts refuses a model by, and none it does not', () => {
+    expect(modelRules(docs, engine)).toEqual({ undocumented: [], unknown: [] });
+  });
+
+  it('fails on a rule left out of the list, and on a rule the engine does not have', () => {
+    const without = docs.replace(/^- `its bands must be ascending`.*$/m, '');
+    expect(modelRules(without, engine).undocumented).toEqual([
+      '${where}: amount ${a.name}: its bands must be ascending',
+    ]);
+    const invented = docs.replace(
+      '### The rules a model follows\n',
+      '### The rules a model follows\n\n- `must be blue`\n',
+    );
+    expect(modelRules(invented, engine).unknown).toEqual(['must be blue']);
+  });
+});
+
 describe('the settings table (docs/configuration.md)', () => {
   const variables = variablesRead();
   const rows = settingsRows(read('docs/configuration.md'));

@@ -149,6 +149,10 @@ describe('new-query', () => {
         /is not a tool name: it must be snake_case verb_noun/,
       );
     }
+    // The billing trial's: snake_case, but no verb.
+    expect(() => scaffoldQuery({ name: 'recent_invoices', packDir: copy, engineRoot: copy })).toThrow(
+      'new-query: "recent_invoices" does not start with a verb: it must be verb_noun, such as query_recent_invoices (verbs: query, list,',
+    );
     expect(() => scaffoldQuery({ name: 'query_x', packDir: join(copy, 'test'), engineRoot: copy })).toThrow(
       /is not a pack folder: it has no pack\/kit\.ts/,
     );

@@ -44,6 +44,11 @@ export function createRoleGate(options: RoleGateOptions, logger: Logger): RoleGa
   let ready = false;
   let retry: NodeJS.Timeout | undefined;
   const judge = (checks: SafetyCheck[]): void => {
+    // A pack's declaration the database cannot serve, on a role otherwise safe: the author's mistake,
+    // refused in one line (an unsafe role is refused first, with every finding in its report).
+    const mistake = checks.find((c) => !c.ok && c.declaration);
+    const roleFails = checks.some((c) => !c.ok && !c.outsideDatabase && !c.declaration);
+    if (mistake && !roleFails && !options.allowUnsafeRole) throw new ConfigError(`${mistake.detail}; ${mistake.fix}`);
     // A warning with a fix is worth acting on; one without (what any direct session may SET) is a
     // property of PostgreSQL, said once at info rather than warned about on every start.
     for (const check of checks.filter((c) => c.ok && c.warning)) {

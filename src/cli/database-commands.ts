@@ -1,5 +1,6 @@
 import type { Config } from '../config.js';
 import { adminKysely } from '../db/connect.js';
+import { REMAKE_FIX } from '../db/doctor/declared-sources.js';
 import { rollupDrift, rollupNames } from '../db/rollups/index.js';
 import { defaultDataDir, startEmbedded } from '../db/embedded.js';
 import { prepareDatabase, type PrepareOptions } from '../db/prepare.js';
@@ -96,8 +97,17 @@ export async function checkRollups(config: Config, packs: readonly Pack[], logge
       const lines: string[] = [];
       for (const pack of packs) {
         for (const rollup of pack.rollups ?? []) {
-          const drift = await rollupDrift(db, rollup);
           const name = `${rollup.schema}.${rollup.name}`;
+          // A declaration changed without its migration reads columns its table lacks: one line, not a stack.
+          const drift = await rollupDrift(db, rollup).catch((err: unknown) => {
+            if (typeof (err as { code?: unknown }).code !== 'string') throw err;
+            return `its declaration does not match its table (${(err as Error).message}); fix: ${REMAKE_FIX}`;
+          });
+          if (typeof drift === 'string') {
+            process.exitCode = 1;
+            lines.push(`FAIL  ${name}: ${drift}`);
+            continue;
+          }
           if (drift > 0) process.exitCode = 1;
           lines.push(
             drift === 0

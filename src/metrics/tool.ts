@@ -3,6 +3,7 @@
  * so the registry's one door (validation, read-only transaction, timeout, row cap, masking, data
  * scope, protected counts, audit) serves it; the engine only writes its contract and its statement.
  */
+import { sql } from 'kysely';
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import { label, MAX_ROWS, rowLimit } from '../lib/arguments.js';
@@ -21,6 +22,7 @@ import type {
 } from '../registry/types.js';
 import { CYCLIC_TIMES, MAX_METRICS, TIME_GRAINS, type MetricsModel } from './declarations.js';
 import { checkedArguments } from './checked-arguments.js';
+import { checkModel } from './model-checks.js';
 import { compareAnswers } from './compare.js';
 import { guideOf, pagesOf } from './guide.js';
 import { derivedDimensions, perCurrency, selectedColumns, unservable, type MetricsArgs } from './call.js';
@@ -46,115 +48,13 @@ function firstInstantAt(ms: number, offsetSeconds: number, timeZone: string): nu
   return at < ms + 3_600_000 ? at : ms;
 }
 
-/** Refuses a model the compiler cannot serve, in one line with the fix. */
-function checkModel(model: MetricsModel, personal: PersonalColumns): void {
-  const where = `metrics of ${model.toolName ?? METRICS_TOOL}`;
-  if (model.toolName !== undefined && !/^query_[a-z0-9_]+$/.test(model.toolName)) {
-    throw new ConfigError(`${where}: toolName must be snake_case and start with query_`);
-  }
-  const names = new Set<string>();
-  for (const n of [...model.metrics.map((m) => m.name), ...model.attributes.map((a) => a.name)]) {
-    if (!/^[a-z][a-z0-9_]*$/.test(n)) throw new ConfigError(`${where}: name ${JSON.stringify(n)} must be snake_case`);
-    if (names.has(n) || [...TIME_GRAINS, ...CYCLIC_TIMES, 'currency'].includes(n as never)) {
-      throw new ConfigError(`${where}: ${n} is declared twice or is a reserved name; rename it`);
-    }
-    names.add(n);
-  }
-  for (const m of model.metrics) {
-    if (/^TODO\b/.test(m.description)) {
-      throw new ConfigError(
-        `${where}: metric ${m.name} is scaffolded but not filled in: write its description (querygate new-metric)`,
-      );
-    }
-    for (const part of m.ratio ?? []) {
-      if (!model.metrics.some((x) => x.name === part && !x.ratio)) {
-        throw new ConfigError(
-          `${where}: ratio ${m.name} names ${part}, which is not a declared metric that is not a ratio`,
-        );
-      }
-    }
-  }
-  for (const s of model.sources) {
-    const money = model.metrics.find((m) => m.unit === 'money' && !m.ratio && m.name in s.measures);
-    if (money && s.currency === undefined) {
-      throw new ConfigError(
-        `${where}: source ${s.name} measures money (${money.name}), so it must name its currency column`,
-      );
-    }
-  }
-  const last = model.sources[model.sources.length - 1];
-  if (!last) throw new ConfigError(`${where}: declare at least one source (the base views)`);
-  for (const m of model.metrics.filter((x) => !x.ratio)) {
-    const percentile = model.sources.some((s) => s.measures[m.name]?.aggregate === 'percentile');
-    if (percentile && !model.sources.some((s) => s.timeGrain === undefined && m.name in s.measures)) {
-      throw new ConfigError(
-        `${where}: percentile ${m.name} must be measured by a source of base rows (one row per unit)`,
-      );
-    }
-    for (const s of model.sources) {
-      const f = s.measures[m.name]?.fraction;
-      if (s.measures[m.name]?.aggregate === 'percentile' && !(typeof f === 'number' && f > 0 && f < 1)) {
-        throw new ConfigError(
-          `${where}: ${m.name} on source ${s.name} is a percentile: give it a fraction between 0 and 1 (0.5 for the median)`,
-        );
-      }
-    }
-    // A percentile is computed over rows that are each one unit (one order), which the last source's
-    // rows (an order's items, say) need not be: it is measured only where the pack says so.
-    if (!percentile && !(m.name in last.measures)) {
-      throw new ConfigError(
-        `${where}: the last source (${last.name}) must measure every metric; add ${m.name} to its measures`,
-      );
-    }
-    if (m.protected && (!m.people || m.unit !== 'count')) {
-      throw new ConfigError(
-        `${where}: ${m.name} is protected, so it must be a count of people (people: true, unit count)`,
-      );
-    }
-    if (m.protected && last.people === undefined) {
-      throw new ConfigError(`${where}: ${m.name} is protected, so source ${last.name} must name its people column`);
-    }
-  }
-  for (const a of model.amounts ?? []) {
-    if (!model.sources.some((s) => a.name in (s.amounts ?? {}))) {
-      throw new ConfigError(
-        `${where}: amount ${a.name} is carried by no source; name its column in a source's amounts`,
-      );
-    }
-    if (a.bands.some((e, i) => i > 0 && e <= a.bands[i - 1]!)) {
-      throw new ConfigError(`${where}: amount ${a.name}: its bands must be ascending`);
-    }
-  }
-  for (const e of model.entities ?? []) {
-    if (!model.sources.some((s) => e.name in (s.entities ?? {}))) {
-      throw new ConfigError(
-        `${where}: entity ${e.name} is named by no source; name its id column in a source's entities`,
-      );
-    }
-    if (!(e.id in personal)) {
-      throw new ConfigError(
-        `${where}: entity ${e.name}'s id ${e.id} must be declared personal (an internal_id), so it leaves only as a token`,
-      );
-    }
-  }
-  for (const a of model.attributes) {
-    if (!(a.name in last.attributes)) {
-      throw new ConfigError(
-        `${where}: the last source (${last.name}) must carry every attribute; add ${a.name} to its attributes`,
-      );
-    }
-  }
-  // A personal column as an attribute is refused by the registry's selection check: dimensions are
-  // declared plain, and a personal source selected plain fails start-up.
-}
-
 /** Builds the tool from a pack's metric declarations. */
 export function metricsTemplate(
   model: MetricsModel,
   personal: PersonalColumns,
   dimensions: readonly DataScopeDimension[] = [],
 ): QueryTemplate<MetricsArgs, Record<string, unknown>> {
-  checkModel(model, personal);
+  checkModel(model, personal, model.toolName ?? METRICS_TOOL);
   const name = model.toolName ?? METRICS_TOOL;
   const metricNames = model.metrics.map((m) => m.name) as [string, ...string[]];
   const derived = derivedDimensions(model);
@@ -392,6 +292,12 @@ export function metricsTemplate(
     dataScope: model.attributes.flatMap((a) => (a.scope ? [a.scope] : [])),
     ...(protectedFigures.length > 0 ? { protectedFigures } : {}),
     checkedArguments: [...checkedArguments(model), ...(model.questions ?? []).map((q) => q.arguments)],
+    probes: (db) =>
+      model.sources.map((source) => ({
+        declaration: `metrics of ${name}: source ${source.name}`,
+        statement: source.rows(db).select(sql.ref(source.time).as('time')).limit(0).compile(),
+        time: source.time,
+      })),
     query: (db, args, ctx) => metricsStatement(db, model, args, ctx),
     ...(model.sources.some((s) => s.rollup)
       ? {

@@ -117,6 +117,21 @@ export interface Page {
 }
 
 /** What every tool is for a model: its name and words, and its argument and result contracts. */
+/**
+ * A statement that reads nothing (LIMIT 0) over a declaration's rows, run as the reader at start-up:
+ * it fails where the reader may not read them, and its `time` column, when it has one, must be a
+ * timestamptz (a date or a timestamp without zone has no instant to put in the caller's zone).
+ */
+export interface DeclarationProbe {
+  /** The declaration, as a refusal names it: "metrics of query_metrics: source <name>". */
+  readonly declaration: string;
+  readonly statement: Pick<CompiledQuery, 'sql' | 'parameters'>;
+  /** The declared expression of the `time` column the statement selects, when it selects one. */
+  readonly time?: string;
+  /** The fix where the database refuses the statement for another reason than a missing grant. */
+  readonly fix?: string;
+}
+
 export interface ToolContract<Args, Output extends Record<string, unknown>> {
   readonly name: string;
   readonly title: string;
@@ -134,6 +149,11 @@ export interface ToolContract<Args, Output extends Record<string, unknown>> {
    * every statement. Unset, the checks compile every combination (src/lib/argument-combinations.ts).
    */
   readonly checkedArguments?: readonly Record<string, unknown>[];
+  /**
+   * What the start-up checks ask the database about the tool's declarations (query_metrics: each
+   * source's rows and time), before anything is served (src/db/doctor/declared-sources.ts).
+   */
+  readonly probes?: (db: Kysely<unknown>) => readonly DeclarationProbe[];
   /**
    * Markdown that querygate://catalog shows under the tool's arguments: for a tool whose arguments
    * name declared things (query_metrics: its metrics, dimensions and filters), what each means and an

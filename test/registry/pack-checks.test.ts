@@ -64,7 +64,8 @@ describe('19.3 a readable column the pack does not classify', () => {
     await admin.query(
       `create view reporting.account_managers as
        select email as account_manager_email, phone as hotline, full_name as manager_name, full_name as escalation,
-              to_char(date '2025-03-01' + id::int, 'YYYY-MM-DD') as contract_day
+              to_char(date '2025-03-01' + id::int, 'YYYY-MM-DD') as contract_day,
+              id as manager_id, left(full_name, 1) || '.' as manager_initials
          from sales.account_managers`,
     );
     await admin.query(`grant select on reporting.account_managers to ${reader}`);
@@ -92,7 +93,7 @@ describe('19.3 a readable column the pack does not classify', () => {
     expect(checks.filter((c) => c.status === 'FAIL').map((c) => c.name)).toEqual([CLASSIFIED]);
     const check = checkNamed(checks, CLASSIFIED);
     expect(check.detail).toBe(
-      `(not classified: ${['account_manager_email', 'contract_day', 'escalation', 'hotline', 'manager_name'].map((c) => `reporting.account_managers.${c}`).join(', ')})`,
+      `(not classified: ${['account_manager_email', 'contract_day', 'escalation', 'hotline', 'manager_id', 'manager_initials', 'manager_name'].map((c) => `reporting.account_managers.${c}`).join(', ')})`,
     );
     expect(check.fix).toBe(
       [
@@ -101,6 +102,9 @@ describe('19.3 a readable column the pack does not classify', () => {
           (c) =>
             `add to its pack's notPersonalColumns: 'reporting.account_managers.${c}', (or, if it is personal, personalColumns: 'reporting.account_managers.${c}': { kind: 'email' | 'phone' | 'name' | 'internal_id' },)`,
         ),
+        // An id and initials are never offered as not personal (the billing trial's doctor offered both).
+        "add to its pack's personalColumns: 'reporting.account_managers.manager_id': { kind: 'internal_id', entity: 'manager' },",
+        "add to its pack's personalColumns: 'reporting.account_managers.manager_initials': { kind: 'name' },",
         "add to its pack's personalColumns: 'reporting.account_managers.manager_name': { kind: 'name' },",
       ].join('; '),
     );
@@ -121,6 +125,8 @@ describe('19.3 a readable column the pack does not classify', () => {
         'reporting.account_managers.hotline': { kind: 'phone' },
         'reporting.account_managers.manager_name': { kind: 'name' },
         'reporting.account_managers.escalation': { kind: 'name' },
+        'reporting.account_managers.manager_id': { kind: 'internal_id', entity: 'manager' },
+        'reporting.account_managers.manager_initials': { kind: 'name' },
       },
       notPersonal: [...scope.notPersonal!, 'reporting.account_managers.contract_day'],
     });
@@ -137,8 +143,14 @@ describe('19.3 a readable column the pack does not classify', () => {
     expect([emails, phones, people]).toEqual([12, 12, 12]);
     const escalation = `reporting.account_managers.escalation: ${people} of ${people} distinct values sampled look like a person's name`;
     const scope = readerScopeOf([salesPack]);
+    // The manager's id and initials, personal in any scope here.
+    const ids = {
+      'reporting.account_managers.manager_id': { kind: 'internal_id', entity: 'manager' },
+      'reporting.account_managers.manager_initials': { kind: 'name' },
+    } as const;
     const lookalikeScope = {
       ...scope,
+      personal: { ...scope.personal, ...ids },
       notPersonal: [
         ...scope.notPersonal!,
         'reporting.account_managers.account_manager_email',
@@ -180,6 +192,7 @@ describe('19.3 a readable column the pack does not classify', () => {
           ...scope.personal,
           'reporting.account_managers.account_manager_email': { kind: 'email' },
           'reporting.account_managers.hotline': { kind: 'phone' },
+          ...ids,
         },
         notPersonal: [
           ...scope.notPersonal!,

@@ -4,6 +4,7 @@
  */
 import type pg from 'pg';
 import type { PersonalColumn } from '../../pack.js';
+import type { DeclarationProbe } from '../../registry/types.js';
 
 export interface SafetyCheck {
   readonly name: string;
@@ -24,6 +25,11 @@ export interface SafetyCheck {
   readonly detail?: string;
   /** The statement (run as an admin) that fixes a failure or clears a warning. */
   readonly fix?: string;
+  /**
+   * A failure of a pack's declarations, not of the role (declared-sources.ts): serve refuses it in one
+   * line where the role is otherwise safe (--allow-unsafe-role serves anyway, as for the role's own).
+   */
+  readonly declaration?: boolean;
 }
 
 /** What the served packs let the reader read: their schemas, and the personal columns in them. */
@@ -36,6 +42,8 @@ export interface ReaderScope {
    * column the reader can read in `schemas`; a readable column in neither fails (none when unset).
    */
   readonly notPersonal?: readonly string[];
+  /** What the packs' tools ask of the database about their declarations (a tool's `probes`). */
+  readonly probes?: readonly DeclarationProbe[];
 }
 
 /** The role a check runs as, over one plain connection, with its name and database quoted for the fixes. */

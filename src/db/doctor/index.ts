@@ -5,7 +5,9 @@
  */
 import type pg from 'pg';
 import type { Pack, PersonalColumn } from '../../pack.js';
+import { createCompiler } from '../connect.js';
 import { noAdminFunctions } from './admin-functions.js';
+import { declaredSources, rollupProbe } from './declared-sources.js';
 import type { ReaderCheck, ReaderScope, SafetyCheck } from './check.js';
 import { createsNothing } from './creates-nothing.js';
 import { noDangerousRoles } from './dangerous-roles.js';
@@ -44,6 +46,7 @@ const READER_CHECKS: readonly ReaderCheck[] = [
   classificationChecks,
   sessionLimits,
   ownSettings,
+  declaredSources,
   writesRefused,
 ];
 
@@ -53,6 +56,10 @@ export function readerScopeOf(packs: readonly Pack[]): ReaderScope {
     schemas: [...new Set(packs.flatMap((p) => p.readerSchemas))],
     personal: Object.assign({}, ...packs.map((p) => p.personalColumns)) as Record<string, PersonalColumn>,
     notPersonal: packs.flatMap((p) => p.notPersonalColumns ?? []),
+    probes: packs.flatMap((p) => [
+      ...p.templates.flatMap((t) => t.probes?.(createCompiler()) ?? []),
+      ...(p.rollups ?? []).map((d) => rollupProbe(createCompiler(), d)),
+    ]),
   };
 }
 

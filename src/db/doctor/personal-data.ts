@@ -130,10 +130,20 @@ const PERSON_NAME =
 /** The fewest distinct values a column's names are judged by. */
 const PERSON_NAME_MIN_VALUES = 10;
 
-/** The line a pack adds to classify one column: as personal when its name says so, else as not personal. */
+/**
+ * The line a pack adds to classify one column: as personal when its name says so (an id, whose entity
+ * its name gives, or initials, a name's), else as not personal. Never the other way round: an id or
+ * initials called not personal would leave raw.
+ */
 function classifyLine(key: string): string {
-  const column = key.slice(key.lastIndexOf('.') + 1).toLowerCase();
-  const kind = LOOKS_PERSONAL.find((l) => l.name.test(column))?.kind;
+  const [relation, column] = [key.slice(0, key.lastIndexOf('.')), key.slice(key.lastIndexOf('.') + 1).toLowerCase()];
+  const id = /^(?:(.+)_)?(id|uuid|guid)$/.exec(column);
+  if (id) {
+    // customer_id names a customer; a table's own id names a row of it (accounts: an account).
+    const entity = id[1] ?? relation.slice(relation.lastIndexOf('.') + 1).replace(/s$/, '');
+    return `personalColumns: '${key}': { kind: 'internal_id', entity: '${entity}' },`;
+  }
+  const kind = /(^|_)initials(_|$)/.test(column) ? 'name' : LOOKS_PERSONAL.find((l) => l.name.test(column))?.kind;
   return kind
     ? `personalColumns: '${key}': { kind: '${kind}' },`
     : `notPersonalColumns: '${key}', (or, if it is personal, personalColumns: '${key}': { kind: 'email' | 'phone' | 'name' | 'internal_id' },)`;
