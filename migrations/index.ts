@@ -17,6 +17,7 @@ import { regionHours } from './0014-region-hours.js';
 import { regionRollups } from './0015-region-rollups.js';
 import { rollupGrants } from './0016-rollup-grants.js';
 import { customerHistory } from './0017-customer-history.js';
+import { categoryLock } from './0018-category-lock.js';
 
 export function migrations(options: { readerRole: string }): Record<string, Migration> {
   return {
@@ -37,5 +38,6 @@ export function migrations(options: { readerRole: string }): Record<string, Migr
     '0015-region-rollups': regionRollups(options.readerRole),
     '0016-rollup-grants': rollupGrants(options.readerRole),
     '0017-customer-history': customerHistory,
+    '0018-category-lock': categoryLock,
   };
 }
