@@ -67,7 +67,8 @@ export function readerScopeOf(packs: readonly Pack[]): ReaderScope {
  * Runs every check over one plain connection as the reader, without the startup parameters the
  * server adds, so that the role's own settings are what is checked. `sampleValues` (doctor's) also
  * reads the values of the columns declared not personal; `serve` judges them by name only, so that
- * its start reads no table a writer may hold locked, and costs the same at any size.
+ * its start reads no table a writer may hold locked, and costs the same at any size. (The declared
+ * sources are planned with LIMIT 0, which reads no row and waits at most a moment for a lock.)
  */
 export async function checkReaderSafety(
   readerUrl: string,
