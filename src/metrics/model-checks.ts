@@ -39,6 +39,7 @@ function personColumnOf(
   source: MetricSource,
   measure: Measure,
   personal: PersonalColumns,
+  people: ReadonlySet<string>,
 ): string | undefined {
   if (measure.aggregate !== 'count_distinct' || typeof measure.of !== 'string') return undefined;
   const dot = measure.of.lastIndexOf('.');
@@ -47,12 +48,13 @@ function personColumnOf(
   const name = `${relation}.${measure.of.slice(dot + 1)}`;
   const entity = (personal as Readonly<Record<string, PersonalColumn | undefined>>)[name]?.entity;
   const named = model.sources.some((s) => s.people === measure.of);
-  return (entity !== undefined && personEntities(personal).has(entity)) || named ? name : undefined;
+  return (entity !== undefined && people.has(entity)) || named ? name : undefined;
 }
 
 /** Refuses a model the compiler cannot serve, in one line with the fix. */
 export function checkModel(model: MetricsModel, personal: PersonalColumns, tool: string): void {
   const where = `metrics of ${tool}`;
+  const people = personEntities(personal);
   if (model.toolName !== undefined && !/^query_[a-z0-9_]+$/.test(model.toolName)) {
     throw new ConfigError(`${where}: toolName must be snake_case and start with query_`);
   }
@@ -114,7 +116,7 @@ export function checkModel(model: MetricsModel, personal: PersonalColumns, tool:
     }
     if (!m.people) {
       for (const s of model.sources.filter((x) => x.measures[m.name] !== undefined)) {
-        const person = personColumnOf(model, s, s.measures[m.name]!, personal);
+        const person = personColumnOf(model, s, s.measures[m.name]!, personal, people);
         if (person !== undefined) {
           throw new ConfigError(
             `${where}: metric ${m.name} counts distinct ${person} on source ${s.name}, a person's column, so it counts people: declare people: true (and protected: true where a small group must not be told apart)`,

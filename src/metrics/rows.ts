@@ -206,8 +206,8 @@ export function countValueTest(
 
 /**
  * One row an entity: `select <id> as id, count(*) as n from <the call's rows> group by <id>`, its count
- * of the call's rows, with the label of each of its count dimensions (for a join to the rows: bound
- * once here, so that the grouped key is a column); and, for the first step of a two-step count, each
+ * of the call's rows, with the label of each of its count dimensions the call groups by (for a join to
+ * the rows: bound once here, so that the grouped key is a column); and, for the first step of a two-step count, each
  * metric's part that is not that count.
  */
 export function entityParts(call: SourcedCall, e: EntityDeclaration, withParts = true): SourceRows {
@@ -219,7 +219,8 @@ export function entityParts(call: SourcedCall, e: EntityDeclaration, withParts =
       id.as('id'),
       sql<number>`${n}`.as('n'),
       ...derivedDimensions(model)
-        .filter((d) => !withParts && d.entity === e && (d.kind === 'entity_count' || d.kind === 'entity_type'))
+        .filter((d) => !withParts && d.entity === e && (args.group_by ?? []).includes(d.name))
+        .filter((d) => d.kind === 'entity_count' || d.kind === 'entity_type')
         .map((d) =>
           sql`case ${sql.join(
             d.values!.map((v) => sql`when ${countValueTest(d.kind, v, n)} then ${v}::text`),
