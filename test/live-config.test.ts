@@ -147,6 +147,8 @@ describe('19.5.7 a file written in two steps', () => {
       // A reload that does widen access applies, with a warning naming what it opened.
       replaceFile(path, serving(WITHOUT_TOP, 'analysts: [query_order_count, query_sales]'));
       await eventually('the wider file in force', async () => changes === 2, 10_000);
+      // The log comes on stderr, the notification on stdout: one may arrive before the other.
+      await eventually('the warning logged', async () => stderr.includes('widens access'), 10_000);
       const warning = stderr
         .split('\n')
         .filter((line) => line.includes('widens access'))
