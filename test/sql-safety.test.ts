@@ -4,7 +4,7 @@
  * SQL text changes with a value (test/registry/treatments.test.ts).
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join, normalize, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 /** Code that builds SQL from strings instead of with Kysely's builders and bind parameters. */
@@ -30,15 +30,43 @@ function unsafeSqlBuilding(source: string): string[] {
 /** The folders of every pack: the sales pack at the top, the examples under examples/. */
 const PACK_ROOTS = ['.', ...readdirSync('examples').map((name) => join('examples', name))];
 
+/**
+ * A pack's code as it reaches the reader: its templates and reports (`queries/`, `reports/`) and every
+ * module of the pack they import, followed import by import, and its entry point (`pack/index.ts`)
+ * itself. What only the entry point imports beside them (its seed: the demo data, written as the admin
+ * from the pack's own constants; its prompts and docs, which are text) is not on that path, so an
+ * admin-side seed builds its SQL as it likes.
+ */
+function shippedCode(root: string): string[] {
+  const start = ['queries', 'reports']
+    .map((dir) => join(root, dir))
+    .filter((dir) => existsSync(dir))
+    .flatMap((dir) =>
+      readdirSync(dir)
+        .filter((f) => f.endsWith('.ts'))
+        .map((f) => join(dir, f)),
+    );
+  const seen = new Set<string>();
+  const stack = [...start];
+  while (stack.length > 0) {
+    const file = stack.pop()!;
+    if (seen.has(file)) continue;
+    seen.add(file);
+    for (const match of readFileSync(file, 'utf8').matchAll(/from\s*['"](\.[^'"]+)['"]/g)) {
+      const target = normalize(join(dirname(file), match[1]!.replace(/\.js$/, '.ts')));
+      // The engine (src/) is a package to a pack: its SQL-writing rooms are listed below.
+      if (!relative(root, target).startsWith('..') && !target.startsWith('src') && existsSync(target)) {
+        stack.push(target);
+      }
+    }
+  }
+  const entry = join(root, 'pack', 'index.ts');
+  if (existsSync(entry)) seen.add(normalize(entry));
+  return [...seen].sort();
+}
+
 const TEMPLATE_CODE = [
-  ...PACK_ROOTS.flatMap((root) =>
-    ['pack', 'queries', 'reports']
-      .map((dir) => join(root, dir))
-      .filter((dir) => existsSync(dir))
-      .flatMap((dir) => readdirSync(dir).map((f) => join(dir, f)))
-      // The demo seed runs as the admin on the pack's own constants, never on a caller's value.
-      .filter((file) => !file.endsWith('seed.ts')),
-  ),
+  ...PACK_ROOTS.flatMap(shippedCode),
   'src/db/range-sql.ts',
   'src/db/connect.ts',
   // The metrics engine's one room that writes SQL: every query_metrics statement, from a pack's
@@ -66,6 +94,11 @@ describe('the template code', () => {
     expect(TEMPLATE_CODE).toContain(join('queries', 'query-sales.ts'));
     expect(TEMPLATE_CODE).toContain(join('pack', 'range-sql.ts'));
     expect(TEMPLATE_CODE).toContain(join('src', 'metrics', 'statement.ts'));
+    expect(TEMPLATE_CODE).toContain(join('pack', 'metrics.ts'));
+    expect(TEMPLATE_CODE).toContain(join('examples', 'support-desk', 'queries', 'query-ticket-volume.ts'));
+    expect(TEMPLATE_CODE).toContain(join('pack', 'index.ts'));
+    // The seed is the admin's, reached from the pack's entry point alone.
+    expect(TEMPLATE_CODE).not.toContain(join('pack', 'seed.ts'));
   });
 
   it.each(TEMPLATE_CODE)('%s builds no SQL from strings', (file) => {
