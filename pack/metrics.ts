@@ -183,9 +183,14 @@ export const salesMetrics: MetricsModel = {
   ],
   attributes: [
     { name: 'region', scope: 'region', description: "The customer's sales region." },
-    { name: 'category', description: 'The product category (of the order items).' },
+    {
+      name: 'category',
+      valuesFrom: { column: 'reporting.products.category', atMost: 200 },
+      description: 'The product category (of the order items).',
+    },
     {
       name: 'product',
+      identifier: { pattern: '^[A-Z0-9][A-Z0-9-]{0,39}$', example: 'SKU-00001' },
       labelled: 'reporting.products.name',
       // More products sell in 90 days than one answer holds: completions read them category by category.
       completedWithin: 'category',

@@ -21,7 +21,8 @@ const DATE_LIKE_PATTERN = /\\d\{4\}-(?!W)|\[0-9\]\{4\}-(?!W)/;
 const TOO_WIDE = { start_date: '2025-01-01', end_date: '2025-04-01' };
 const WIDEST = { start_date: '2025-01-01', end_date: '2025-03-31' };
 
-const FIX =
+/** The fix of a template that takes a date other than through the engine's range. */
+export const DATE_INPUT_FIX =
   "take dates through the engine's range: spread dateRangeFields (src/lib/date-range.ts) into the input and attach .superRefine(checkDateRange, DATE_RANGE_ALWAYS)";
 
 /**
@@ -44,7 +45,7 @@ export function assertDateInputs(
       (property.type === 'string' && DATE_LIKE_NAME.test(name));
     if (datelike) {
       throw new ConfigError(
-        `${where}: input field ${name} looks like a date, and the engine holds dates to at most ${MAX_RANGE_DAYS} days only through its own range; ${FIX}`,
+        `${where}: input field ${name} looks like a date, and the engine holds dates to at most ${MAX_RANGE_DAYS} days only through its own range; ${DATE_INPUT_FIX}`,
       );
     }
   }
@@ -53,11 +54,13 @@ export function assertDateInputs(
   const shape = (input as { shape?: Record<string, unknown> }).shape;
   for (const name of days) {
     if (shape !== undefined && shape[name] !== dateRangeFields[name]) {
-      throw new ConfigError(`${where}: input field ${name} is not the engine's own; ${FIX}`);
+      throw new ConfigError(`${where}: input field ${name} is not the engine's own; ${DATE_INPUT_FIX}`);
     }
   }
   if (days.length < ENGINE_DAYS.length) {
-    throw new ConfigError(`${where}: input takes ${days[0]} without ${ENGINE_DAYS.find((d) => d !== days[0])}; ${FIX}`);
+    throw new ConfigError(
+      `${where}: input takes ${days[0]} without ${ENGINE_DAYS.find((d) => d !== days[0])}; ${DATE_INPUT_FIX}`,
+    );
   }
   const base = examples.find((e) => 'start_date' in e || 'period' in e) ?? examples[0] ?? {};
   const { start_date: _start, end_date: _end, period: _period, ...rest } = base;
@@ -65,12 +68,12 @@ export function assertDateInputs(
   if (!accepts({ ...rest, ...WIDEST })) return; // the example's other arguments do not validate alone: nothing to probe
   if (accepts({ ...rest, ...TOO_WIDE })) {
     throw new ConfigError(
-      `${where}: input accepts ${TOO_WIDE.start_date}..${TOO_WIDE.end_date}, ${MAX_RANGE_DAYS + 1} days: the range refinement is missing; ${FIX}`,
+      `${where}: input accepts ${TOO_WIDE.start_date}..${TOO_WIDE.end_date}, ${MAX_RANGE_DAYS + 1} days: the range refinement is missing; ${DATE_INPUT_FIX}`,
     );
   }
   if (accepts(rest)) {
     throw new ConfigError(
-      `${where}: input accepts a call with neither start_date and end_date nor period: the range refinement is missing; ${FIX}`,
+      `${where}: input accepts a call with neither start_date and end_date nor period: the range refinement is missing; ${DATE_INPUT_FIX}`,
     );
   }
 }

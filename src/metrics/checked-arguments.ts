@@ -30,7 +30,9 @@ export function checkedArguments(model: MetricsModel): Record<string, unknown>[]
   const attributes = model.attributes.map((a) => a.name);
   const dims = [...TIME_GRAINS, ...CYCLIC_TIMES, ...attributes, ...derived.map((d) => d.name)];
   const sample = (name: string): string[] => [
-    [...model.attributes, ...derived].find((a) => a.name === name)!.values?.[0] ?? 'check-value',
+    model.attributes.find((a) => a.name === name)?.identifier?.example ??
+      [...model.attributes, ...derived].find((a) => a.name === name)!.values?.[0] ??
+      'check-value',
   ];
   const filterable = (name: string): boolean => !derived.some((d) => d.name === name);
   const call = (m: readonly string[], extra: Record<string, unknown> = {}): Record<string, unknown> => ({

@@ -19,6 +19,8 @@ export type TimeGrain = 'hour' | 'day' | 'week' | 'month' | 'quarter';
 export type CyclicTime = 'hour_of_day' | 'weekday';
 export const TIME_GRAINS: readonly TimeGrain[] = ['hour', 'day', 'week', 'month', 'quarter'];
 export const CYCLIC_TIMES: readonly CyclicTime[] = ['hour_of_day', 'weekday'];
+/** The most labels an attribute's `valuesFrom` may declare: more is an identifier, or free text. */
+export const MAX_LISTED_VALUES = 1000;
 /** The most metrics one call may ask for. */
 export const MAX_METRICS = 5;
 
@@ -51,14 +53,30 @@ export interface MetricDeclaration {
 export interface AttributeDeclaration {
   readonly name: string;
   readonly description: string;
-  /** The values a filter on it accepts: a closed list, or any label (read through the caller's scope). */
+  /**
+   * What its values are: one of these four, or the attribute is refused at start-up (a free-text
+   * column, a company's name, would list or single out whoever wrote it). `values`: a closed list, the
+   * only values a filter accepts.
+   */
   readonly values?: readonly [string, ...string[]];
+  /**
+   * Labels read from the data (categories): the "schema.view.column" they are kept in, and at most how
+   * many there are (at most MAX_LISTED_VALUES). Start-up counts them as the reader, and refuses the
+   * attribute when there are more.
+   */
+  readonly valuesFrom?: { readonly column: string; readonly atMost: number };
+  /**
+   * A code that names a thing, not a person (a SKU): the anchored pattern every value matches, which a
+   * filter value must match too, and one value it matches (the start-up checks filter by it). A pattern
+   * that accepts a space or nothing is free text, and refused.
+   */
+  readonly identifier?: { readonly pattern: string; readonly example: string };
   /**
    * The column ("schema.view.column") of a readable name returned beside the attribute's value as
    * `<attribute>_name` (a product's name beside its sku); each source names it in `labels`.
    */
   readonly labelled?: string;
-  /** The data-scope dimension this attribute is, when it is one ("region"). */
+  /** The data-scope dimension this attribute is, when it is one ("region"): its values are the caller's scope's. */
   readonly scope?: string;
   /**
    * For an attribute with more values than one answer holds (SKUs): the attribute (a product group)

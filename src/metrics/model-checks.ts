@@ -6,7 +6,15 @@ import { createCompiler } from '../db/connect.js';
 import { ConfigError } from '../errors.js';
 import { descriptionProblem } from '../lib/descriptions.js';
 import type { PersonalColumn, PersonalColumns } from '../registry/types.js';
-import { CYCLIC_TIMES, TIME_GRAINS, type Measure, type MetricSource, type MetricsModel } from './declarations.js';
+import {
+  CYCLIC_TIMES,
+  MAX_LISTED_VALUES,
+  TIME_GRAINS,
+  type AttributeDeclaration,
+  type Measure,
+  type MetricSource,
+  type MetricsModel,
+} from './declarations.js';
 
 /**
  * The entities the pack's classification names people by: those whose internal id sits beside a name,
@@ -61,7 +69,8 @@ export function checkModel(model: MetricsModel, personal: PersonalColumns, tool:
   const names = new Set<string>();
   for (const n of [...model.metrics.map((m) => m.name), ...model.attributes.map((a) => a.name)]) {
     if (!/^[a-z][a-z0-9_]*$/.test(n)) throw new ConfigError(`${where}: name ${JSON.stringify(n)} must be snake_case`);
-    if (names.has(n) || [...TIME_GRAINS, ...CYCLIC_TIMES, 'currency'].includes(n as never)) {
+    const labels = model.attributes.filter((a) => a.labelled !== undefined).map((a) => `${a.name}_name`);
+    if (names.has(n) || [...TIME_GRAINS, ...CYCLIC_TIMES, 'currency', ...labels].includes(n as never)) {
       throw new ConfigError(`${where}: ${n} is declared twice or is a reserved name; rename it`);
     }
     names.add(n);
@@ -176,6 +185,7 @@ export function checkModel(model: MetricsModel, personal: PersonalColumns, tool:
     const problem = descriptionProblem(declaration.description, fix);
     if (problem) throw new ConfigError(`${where}: ${what}: ${problem}`);
   }
+  for (const a of model.attributes) checkAttributeValues(a, where);
   for (const a of model.attributes) {
     if (!(a.name in last.attributes)) {
       throw new ConfigError(
@@ -185,4 +195,58 @@ export function checkModel(model: MetricsModel, personal: PersonalColumns, tool:
   }
   // A personal column as an attribute is refused by the registry's selection check: dimensions are
   // declared plain, and a personal source selected plain fails start-up.
+}
+
+/** Values with a space, as free text has: an identifier's pattern accepts none of them. */
+const SPACED = ['a b', 'A B', '1 2', 'Acme Corp', 'ACME CORP', 'a-b c'];
+
+/** What an attribute's values may be declared as, in the words of its refusals. */
+const VALUES_FIX =
+  "declare values (a closed list), valuesFrom: { column, atMost } (labels such as categories, counted at start-up), identifier: { pattern, example } (a code such as a SKU) or scope (the caller's data scope); free text is no attribute";
+
+/**
+ * Refuses an attribute whose values are unbounded: one declared by none of a closed list, a counted
+ * list of labels, an identifier's pattern or a data scope would let a model group or filter by free
+ * text (a company's name), listing or singling out whoever wrote it.
+ */
+function checkAttributeValues(a: AttributeDeclaration, where: string): void {
+  const at = `${where}: attribute ${a.name}`;
+  if (a.values === undefined && a.valuesFrom === undefined && a.identifier === undefined && a.scope === undefined) {
+    throw new ConfigError(`${at}: its values are not bounded; ${VALUES_FIX}`);
+  }
+  if (a.valuesFrom !== undefined) {
+    const { column, atMost } = a.valuesFrom;
+    if (!/^[a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*$/.test(column)) {
+      throw new ConfigError(`${at}: valuesFrom.column ${JSON.stringify(column)} must be "schema.view.column"`);
+    }
+    if (!Number.isInteger(atMost) || atMost < 1 || atMost > MAX_LISTED_VALUES) {
+      throw new ConfigError(
+        `${at}: valuesFrom.atMost must be a whole number from 1 to ${MAX_LISTED_VALUES}; more values than that are an identifier (identifier: { pattern, example }) or free text`,
+      );
+    }
+  }
+  if (a.identifier !== undefined) {
+    const { pattern } = a.identifier;
+    let compiled: RegExp | undefined;
+    try {
+      compiled = new RegExp(pattern);
+    } catch {
+      compiled = undefined;
+    }
+    if (compiled === undefined || !pattern.startsWith('^') || !pattern.endsWith('$')) {
+      throw new ConfigError(
+        `${at}: identifier.pattern ${JSON.stringify(pattern)} must be a regular expression anchored with ^ and $ (^[A-Z0-9-]{1,40}$, say)`,
+      );
+    }
+    if (compiled.test('') || SPACED.some((v) => compiled.test(v))) {
+      throw new ConfigError(
+        `${at}: identifier.pattern ${JSON.stringify(pattern)} accepts nothing or a space, so it is free text; an identifier is a code (^[A-Z0-9-]{1,40}$, say), else ${VALUES_FIX}`,
+      );
+    }
+    if (!compiled.test(a.identifier.example ?? '')) {
+      throw new ConfigError(
+        `${at}: identifier.example ${JSON.stringify(a.identifier.example)} must match its pattern: give one real value (a SKU), which the start-up checks filter by`,
+      );
+    }
+  }
 }

@@ -3,7 +3,7 @@
  * so the registry's one door (validation, read-only transaction, timeout, row cap, masking, data
  * scope, protected counts, audit) serves it; the engine only writes its contract and its statement.
  */
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import { label, MAX_ROWS, rowLimit } from '../lib/arguments.js';
@@ -14,18 +14,26 @@ import { bucketBounds, echoRange, rangeEcho } from '../lib/result-shape.js';
 import { cutFields } from '../lib/running.js';
 import type {
   ColumnSpec,
+  DeclarationProbe,
   ComparisonEcho,
   DataScopeDimension,
   PersonalColumns,
   QueryTemplate,
   ResultRow,
 } from '../registry/types.js';
-import { CYCLIC_TIMES, MAX_METRICS, TIME_GRAINS, type MetricsModel } from './declarations.js';
+import {
+  CYCLIC_TIMES,
+  MAX_METRICS,
+  TIME_GRAINS,
+  type AttributeDeclaration,
+  type MetricsModel,
+} from './declarations.js';
 import { checkedArguments } from './checked-arguments.js';
 import { checkModel } from './model-checks.js';
 import { compareAnswers } from './compare.js';
 import { guideOf, pagesOf } from './guide.js';
 import { derivedDimensions, perCurrency, selectedColumns, unservable, type MetricsArgs } from './call.js';
+import { rollupAgreementProbes } from './rollup-agreement.js';
 import { metricsStatement } from './statement.js';
 
 export const METRICS_TOOL = 'query_metrics';
@@ -68,16 +76,16 @@ export function metricsTemplate(
 
   // The derived dimensions are for grouping (repeat buyers: group by the entity's type); min_ and
   // max_ bound an amount. Their filters would cost every model the listing's bytes for one row less.
-  const filterable = model.attributes.map((a) => ({ name: a.name, values: a.values }));
+  const filterable = model.attributes;
+  // A closed list is an enum; an identifier's value must match its pattern; labels are any label.
+  const valueOf = (a: AttributeDeclaration): z.ZodType<string> =>
+    a.values
+      ? z.enum(a.values)
+      : a.identifier
+        ? label.regex(new RegExp(a.identifier.pattern), { error: `must match ${a.identifier.pattern}` })
+        : label;
   const filterFields = Object.fromEntries(
-    filterable.map((a) => [
-      a.name,
-      z
-        .array(a.values ? z.enum(a.values) : label)
-        .min(1)
-        .max(MAX_FILTER_VALUES)
-        .optional(),
-    ]),
+    filterable.map((a) => [a.name, z.array(valueOf(a)).min(1).max(MAX_FILTER_VALUES).optional()]),
   );
   const amountFields = Object.fromEntries(
     (model.amounts ?? []).flatMap((a) => [
@@ -292,12 +300,15 @@ export function metricsTemplate(
     dataScope: model.attributes.flatMap((a) => (a.scope ? [a.scope] : [])),
     ...(protectedFigures.length > 0 ? { protectedFigures } : {}),
     checkedArguments: [...checkedArguments(model), ...(model.questions ?? []).map((q) => q.arguments)],
-    probes: (db) =>
-      model.sources.map((source) => ({
+    probes: (db) => [
+      ...model.sources.map((source) => ({
         declaration: `metrics of ${name}: source ${source.name}`,
         statement: source.rows(db).select(sql.ref(source.time).as('time')).limit(0).compile(),
         time: source.time,
       })),
+      ...model.attributes.flatMap((a) => (a.valuesFrom ? [listedValuesProbe(db, name, a.name, a.valuesFrom)] : [])),
+      ...rollupAgreementProbes(db, model, name),
+    ],
     query: (db, args, ctx) => metricsStatement(db, model, args, ctx),
     ...(model.sources.some((s) => s.rollup)
       ? {
@@ -311,5 +322,38 @@ export function metricsTemplate(
     priorArguments: (args) => ({ ...args, limit: MAX_ROWS }),
     totalRows: MAX_TOTAL_ROWS,
     ...(model.dataThrough ? { dataThrough: model.dataThrough } : {}),
+  };
+}
+
+/**
+ * An attribute's labels counted as the reader at start-up, up to one past the declared bound: a
+ * free-text column declared as labels (a company's name) has more, and is refused.
+ */
+function listedValuesProbe(
+  db: Kysely<unknown>,
+  tool: string,
+  attribute: string,
+  { column, atMost }: { readonly column: string; readonly atMost: number },
+): DeclarationProbe {
+  const dot = column.lastIndexOf('.');
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  const any = db as Kysely<any>;
+  const labels = any
+    .selectFrom(column.slice(0, dot))
+    .select(sql.ref(column.slice(dot + 1)).as('v'))
+    .distinct()
+    .limit(atMost + 1)
+    .as('labels');
+  return {
+    declaration: `metrics of ${tool}: attribute ${attribute}`,
+    statement: any
+      .selectFrom(labels)
+      .select((eb) => eb.fn.countAll().as('n'))
+      .compile(),
+    atMost: {
+      what: `valuesFrom ${column}`,
+      count: atMost,
+      fix: 'a column of more labels than that is free text or an identifier: declare identifier: { pattern, example } for a code, else drop the attribute (raise atMost only for labels that truly are that many)',
+    },
   };
 }

@@ -130,6 +130,26 @@ export interface DeclarationProbe {
   readonly time?: string;
   /** The fix where the database refuses the statement for another reason than a missing grant. */
   readonly fix?: string;
+  /**
+   * For a count the declaration bounds (an attribute's `valuesFrom`): the statement returns one row
+   * whose `n` must be at most this, else the declaration is refused with `fix`.
+   */
+  readonly atMost?: { readonly what: string; readonly count: number; readonly fix: string };
+  /**
+   * For a template's free text inputs (src/registry/checks/text-inputs.ts): the statement is prepared,
+   * not run, and each of these parameters ($position) must not be read as a date, a time or an interval.
+   */
+  readonly textParameters?: readonly { readonly field: string; readonly position: number }[];
+  /**
+   * For a rollup (src/metrics/rollup-agreement.ts): the statement reads the data's newest instant,
+   * `data_through`, and these are the calls over the days before it, each read from the rollup and from
+   * the base rows in one snapshot; the two must return the same rows, else the declaration is refused.
+   */
+  readonly agrees?: (through: Date) => readonly {
+    readonly call: string;
+    readonly rollup: Pick<CompiledQuery, 'sql' | 'parameters'>;
+    readonly base: Pick<CompiledQuery, 'sql' | 'parameters'>;
+  }[];
 }
 
 export interface ToolContract<Args, Output extends Record<string, unknown>> {

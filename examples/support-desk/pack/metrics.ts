@@ -82,7 +82,11 @@ export const supportMetrics: MetricsModel = {
     },
   ],
   attributes: [
-    { name: 'team', description: "The name of the ticket's team." },
+    {
+      name: 'team',
+      valuesFrom: { column: 'support_reporting.teams.name', atMost: 100 },
+      description: "The name of the ticket's team.",
+    },
     { name: 'priority', values: PRIORITIES, description: 'The ticket priority.' },
     { name: 'status', values: TICKET_STATUSES, description: 'The ticket status now.' },
   ],

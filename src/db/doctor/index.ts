@@ -5,6 +5,7 @@
  */
 import type pg from 'pg';
 import type { Pack, PersonalColumn } from '../../pack.js';
+import { textInputProbes } from '../../registry/checks/text-inputs.js';
 import { createCompiler } from '../connect.js';
 import { noAdminFunctions } from './admin-functions.js';
 import { declaredSources, rollupProbe } from './declared-sources.js';
@@ -57,7 +58,7 @@ export function readerScopeOf(packs: readonly Pack[]): ReaderScope {
     personal: Object.assign({}, ...packs.map((p) => p.personalColumns)) as Record<string, PersonalColumn>,
     notPersonal: packs.flatMap((p) => p.notPersonalColumns ?? []),
     probes: packs.flatMap((p) => [
-      ...p.templates.flatMap((t) => t.probes?.(createCompiler()) ?? []),
+      ...p.templates.flatMap((t) => [...(t.probes?.(createCompiler()) ?? []), ...textInputProbes(t)]),
       ...(p.rollups ?? []).map((d) => rollupProbe(createCompiler(), d)),
     ]),
   };
