@@ -27,6 +27,90 @@ const STATUS_CURRENCY = [
   { name: 'currency', from: 'orders', column: 'currency' },
 ] as const;
 
+/** An order's own status and currency, for rollups of the orders themselves. */
+const FACT_STATUS_CURRENCY = [
+  { name: 'status', from: 'facts', column: 'status' },
+  { name: 'currency', from: 'facts', column: 'currency' },
+] as const;
+
+const ORDER_MEASURES = [
+  { name: 'order_count', count: true },
+  { name: 'total_amount', sum: ['total_amount'], scale: 2 },
+] as const;
+
+/** The orders per customer region, UTC day or hour, status and currency, as 0008 and 0014 keep them. */
+function regionOrders(name: string, truncate: 'day' | 'hour', migration: string): RollupDeclaration {
+  return {
+    name,
+    schema: 'sales',
+    readerSchema: 'reporting',
+    facts: 'orders',
+    parents: [{ table: 'customers', key: 'id', link: 'customer_id' }],
+    keys: [
+      { name: truncate, from: 'facts', column: 'ordered_at', truncate },
+      { name: 'region', from: 'customers', column: 'region' },
+      ...FACT_STATUS_CURRENCY,
+    ],
+    measures: ORDER_MEASURES,
+    handWritten: { migration, rebuild: `sales.${name}_rebuild` },
+  };
+}
+
+/**
+ * The rollups older migrations keep with triggers written by hand, declared so that check-rollups
+ * compares each with its base rows: derived facts first. sales.order_categories (each order's items per
+ * category) is summed by category_days and region_category_days; checked against the items and their
+ * products, a product moved with its triggers bypassed is found below the rollups that sum it.
+ * product_days keeps no count, which a declaration needs, and is not among them.
+ */
+export const HAND_WRITTEN_ROLLUPS: readonly RollupDeclaration[] = [
+  {
+    name: 'order_categories',
+    schema: 'sales',
+    readerSchema: 'reporting',
+    facts: 'order_items',
+    parents: [{ table: 'products', key: 'id', link: 'product_id' }],
+    keys: [
+      { name: 'order_id', from: 'facts', column: 'order_id' },
+      { name: 'category', from: 'products', column: 'category' },
+    ],
+    measures: [
+      { name: 'items', count: true },
+      { name: 'revenue', sum: ['quantity', 'unit_price'], scale: 2 },
+    ],
+    handWritten: { migration: '0013-category-days', rebuild: 'sales.category_days_rebuild' },
+  },
+  {
+    name: 'category_days',
+    schema: 'sales',
+    readerSchema: 'reporting',
+    facts: 'order_categories',
+    parents: [{ table: 'orders', key: 'id', link: 'order_id' }],
+    keys: [
+      { name: 'day', from: 'orders', column: 'ordered_at', truncate: 'day' },
+      { name: 'category', from: 'facts', column: 'category' },
+      ...STATUS_CURRENCY,
+    ],
+    measures: [
+      { name: 'order_count', count: true },
+      { name: 'revenue', sum: ['revenue'], scale: 2 },
+    ],
+    handWritten: { migration: '0013-category-days', rebuild: 'sales.category_days_rebuild' },
+  },
+  {
+    name: 'order_hours',
+    schema: 'sales',
+    readerSchema: 'reporting',
+    facts: 'orders',
+    parents: [],
+    keys: [{ name: 'hour', from: 'facts', column: 'ordered_at', truncate: 'hour' }, ...FACT_STATUS_CURRENCY],
+    measures: ORDER_MEASURES,
+    handWritten: { migration: '0005-order-hours', rebuild: 'sales.order_hours_rebuild' },
+  },
+  regionOrders('region_days', 'day', '0008-region-days'),
+  regionOrders('region_hours', 'hour', '0014-region-hours'),
+];
+
 export const REGION_ROLLUPS: readonly RollupDeclaration[] = [
   {
     name: 'region_product_days',

@@ -65,6 +65,13 @@ export interface RollupDeclaration {
   readonly keys: readonly RollupKey[];
   /** The first count is the rollup's size: a row whose count is 0 is empty, and the reader never sees it. */
   readonly measures: readonly RollupMeasure[];
+  /**
+   * For a rollup an older migration of the pack keeps with triggers written by hand: that migration,
+   * and its own rebuild function. The engine makes nothing of it (no table, trigger, view or probe),
+   * but `check-rollups` compares it with its base rows as it does every rollup, so that a derived fact
+   * another rollup sums (each order's items per category, say) is checked too, and drift below it is seen.
+   */
+  readonly handWritten?: { readonly migration: string; readonly rebuild: string };
 }
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
