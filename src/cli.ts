@@ -46,9 +46,10 @@ const USAGE = `Usage:
   querygate new-query <name> [--pack <dir>]
                                          write a template (<dir>/queries/<name>.ts, default dir .) and
                                          its test (test/<name>.test.ts) to fill in
-  querygate new-metric <name> [--pack <dir>]
+  querygate new-metric <name> [--pack <dir>] [--model <tool>]
                                          write a metric's declaration and measure (<dir>/metrics/<name>.ts)
-                                         and its test (test/metric-<name>.test.ts) to fill in
+                                         and its test (test/metric-<name>.test.ts) to fill in; --model
+                                         names the metrics model (by its tool) of a pack that has several
 
 The packs served are QUERYGATE_PACKS (default: sales). Without DATABASE_URL, serve starts the
 embedded PostgreSQL in QUERYGATE_DATA_DIR (default ${defaultDataDir()}), migrating and
@@ -68,6 +69,7 @@ async function main(argv: string[]): Promise<void> {
       port: { type: 'string', default: '3000' },
       host: { type: 'string', default: '127.0.0.1' },
       pack: { type: 'string' },
+      model: { type: 'string' },
       count: { type: 'string' },
       until: { type: 'string' },
       replace: { type: 'boolean', default: false },
@@ -93,7 +95,10 @@ async function main(argv: string[]): Promise<void> {
   }
   if (command === 'new-metric') {
     if (positionals.length !== 2) throw new ConfigError(`new-metric takes one metric name\n${USAGE}`);
-    process.stdout.write(`${scaffoldMetric({ name: positionals[1]!, packDir: values.pack ?? '.' }).report}\n`);
+    const model = values.model === undefined ? {} : { model: values.model };
+    process.stdout.write(
+      `${scaffoldMetric({ name: positionals[1]!, packDir: values.pack ?? '.', ...model }).report}\n`,
+    );
     return;
   }
   if (positionals.length > 1) throw new ConfigError(`unexpected argument ${positionals[1]}\n${USAGE}`);

@@ -2,11 +2,12 @@
  * `querygate new-metric <name> [--pack <dir>]`: writes a metric's declaration and its measure into
  * `<dir>/metrics/<name in kebab-case>.ts`, and its test into `<dir>/test/metric-<name>.test.ts`. A pack's
  * metrics model is TypeScript that no tool can edit safely, so the new file says, in comments, the
- * three lines to add to the pack's `pack/metrics.ts`. The declaration's description starts with TODO,
+ * three lines to add to the model: the pack's one, or, of a pack with several, the one `--model`
+ * names by its tool (the test calls that tool). The declaration's description starts with TODO,
  * and the engine refuses a model holding one ("scaffolded but not filled in"), so a forgotten scaffold
  * is never served; the test fails until its expected figure is written, saying so. Names no table.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { ConfigError } from './errors.js';
 import { CYCLIC_TIMES, TIME_GRAINS } from './metrics/declarations.js';
@@ -23,6 +24,58 @@ export interface MetricScaffoldOptions {
   readonly packDir: string;
   /** Where querygate's sources are (src/, test/support/); found from this module when omitted. */
   readonly engineRoot?: string;
+  /** The model to add to, by the tool it derives (`query_metrics`): required of a pack with several. */
+  readonly model?: string;
+}
+
+/** A metrics model a pack declares: the file, the constant and the tool it derives. */
+interface DeclaredModel {
+  readonly file: string;
+  readonly constant: string;
+  readonly tool: string;
+}
+
+/**
+ * The metrics models of a pack, read from its pack/ folder: every `export const <name>: MetricsModel`,
+ * with the toolName written in its declaration (query_metrics when it names none). The model is
+ * TypeScript; this reads its text, as a person would, and names what it finds.
+ */
+function modelsOf(packDir: string): DeclaredModel[] {
+  const folder = join(packDir, 'pack');
+  if (!existsSync(folder)) return [];
+  return readdirSync(folder)
+    .filter((f) => f.endsWith('.ts'))
+    .sort()
+    .flatMap((f) => {
+      const text = readFileSync(join(folder, f), 'utf8');
+      const starts = [...text.matchAll(/export const (\w+): MetricsModel\b/g)];
+      return starts.map((m, i) => {
+        const body = text.slice(m.index, starts[i + 1]?.index ?? text.length);
+        const tool = /\btoolName:\s*'([a-z0-9_]+)'/.exec(body)?.[1] ?? METRICS_TOOL;
+        return { file: join(folder, f), constant: m[1]!, tool };
+      });
+    });
+}
+
+/** The model the metric is added to: the pack's one, or the one `--model` names. */
+function chosenModel(packDir: string, asked: string | undefined): DeclaredModel | undefined {
+  const models = modelsOf(packDir);
+  const listed = models.map((m) => `${m.tool} (${m.constant} in ${relative(process.cwd(), m.file)})`).join(', ');
+  if (asked !== undefined) {
+    const found = models.find((m) => m.tool === asked);
+    if (found === undefined) {
+      throw new ConfigError(
+        `new-metric: --model ${asked} is no metrics model of the pack; its models are ${listed || 'none'}`,
+      );
+    }
+    return found;
+  }
+  if (models.length > 1) {
+    throw new ConfigError(
+      `new-metric: the pack has ${models.length} metrics models: ${listed}; say which with --model <tool>`,
+    );
+  }
+  return models[0];
 }
 
 export interface MetricScaffolded {
@@ -62,14 +115,15 @@ export function scaffoldMetric(options: MetricScaffoldOptions): MetricScaffolded
   for (const file of [declarationFile, testFile]) {
     if (existsSync(file)) throw new ConfigError(`new-metric: ${file} exists; pick another name or remove it`);
   }
-  const modelFile = join(packDir, 'pack', 'metrics.ts');
-  const model = existsSync(modelFile) ? readFileSync(modelFile, 'utf8') : undefined;
-  const tool = /\btoolName:\s*'([a-z0-9_]+)'/.exec(model ?? '')?.[1] ?? METRICS_TOOL;
+  const model = chosenModel(packDir, options.model);
+  const modelFile = model?.file ?? join(packDir, 'pack', 'metrics.ts');
+  const tool = model?.tool ?? METRICS_TOOL;
 
   const src = importPath(dirname(declarationFile), join(engineRoot, 'src'));
   const shown = (file: string): string => relative(process.cwd(), file);
   mkdirSync(dirname(declarationFile), { recursive: true });
-  writeFileSync(declarationFile, declarationSource(name, exportName, measureName, kebab, src));
+  const modelAt = `${relative(packDir, modelFile)}${model ? ` (${model.constant}, served as ${tool})` : ''}`;
+  writeFileSync(declarationFile, declarationSource(name, exportName, measureName, kebab, src, modelAt));
   mkdirSync(dirname(testFile), { recursive: true });
   const support = importPath(dirname(testFile), join(engineRoot, 'test', 'support'));
   const queries = importPath(dirname(testFile), join(packDir, 'queries', 'index.js'));
@@ -83,7 +137,7 @@ export function scaffoldMetric(options: MetricScaffoldOptions): MetricScaffolded
     'Next:',
     model === undefined
       ? `  1. The pack has no ${shown(modelFile)}: write one exporting a MetricsModel (see examples/support-desk/pack/metrics.ts) and serve it with metricsTemplate in queries/.`
-      : `  1. In ${shown(modelFile)}, as the comments of the new file say:`,
+      : `  1. In ${shown(modelFile)}, to the model ${model.constant} (served as ${tool}), as the comments of the new file say:`,
     `       import { ${exportName}, ${measureName} } from '../metrics/${kebab}.js';`,
     `       metrics: [..., ${exportName}]`,
     `       measures: { ..., ${name}: ${measureName} }   (of the last source, the base views; and of any other that can compute it)`,
@@ -93,11 +147,18 @@ export function scaffoldMetric(options: MetricScaffoldOptions): MetricScaffolded
   return { declarationFile, testFile, exportName, measureName, tool, report };
 }
 
-function declarationSource(name: string, exportName: string, measureName: string, kebab: string, src: string): string {
+function declarationSource(
+  name: string,
+  exportName: string,
+  measureName: string,
+  kebab: string,
+  src: string,
+  modelAt: string,
+): string {
   return `/**
  * The metric ${name}: TODO what it counts or adds up, in one line.
  *
- * Add it to the pack's metrics model, pack/metrics.ts (a MetricsModel; see src/metrics/declarations.ts):
+ * Add it to the pack's metrics model, ${modelAt} (a MetricsModel; see src/metrics/declarations.ts):
  *   1. import { ${exportName}, ${measureName} } from '../metrics/${kebab}.js';
  *   2. put ${exportName} in its \`metrics\` list;
  *   3. put \`${name}: ${measureName}\` in the \`measures\` of its last source (the base views), and of any

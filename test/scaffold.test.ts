@@ -215,10 +215,41 @@ describe('new-metric', () => {
       "import { cancelledOrders, cancelledOrdersMeasure } from '../metrics/cancelled-orders.js';",
     );
     expect(metric.report).toContain('cancelled_orders: cancelledOrdersMeasure');
-    expect(metric.report).toMatch(/In .*pack\/metrics\.ts, as the comments of the new file say/);
+    expect(metric.report).toMatch(
+      /In .*pack\/metrics\.ts, to the model salesMetrics \(served as query_metrics\), as the comments of the new file say/,
+    );
+    expect(declaration).toContain(
+      "Add it to the pack's metrics model, pack/metrics.ts (salesMetrics, served as query_metrics)",
+    );
     const test = readFileSync(metric.testFile, 'utf8');
     expect(test).toContain("const TOOL = 'query_metrics';");
     expect(test).toMatch(/throw new Error\(\n\s+'scaffolded test not filled in: write expectedTotals\(\) in /);
+  });
+
+  it('new-metric: of a pack with two models, asks which, and adds to the one --model names', () => {
+    const two = mkdtempSync(join(tmpdir(), 'querygate-scaffold-two-'));
+    try {
+      cpSync(join(ROOT, 'examples', 'support-desk', 'pack'), join(two, 'pack'), { recursive: true });
+      // A second model in a file of its own, as a pack over a second fact table would declare it.
+      writeFileSync(
+        join(two, 'pack', 'usage.ts'),
+        "export const usageMetrics: MetricsModel = {\n  toolName: 'query_usage',\n  subject: 'usage',\n};\n",
+      );
+      expect(() => scaffoldMetric({ name: 'urgent_tickets', packDir: two, engineRoot: ROOT })).toThrow(
+        /^new-metric: the pack has 2 metrics models: query_ticket_metrics \(supportMetrics in .*pack\/metrics\.ts\), query_usage \(usageMetrics in .*pack\/usage\.ts\); say which with --model <tool>$/,
+      );
+      expect(() =>
+        scaffoldMetric({ name: 'urgent_tickets', packDir: two, engineRoot: ROOT, model: 'query_sales' }),
+      ).toThrow(
+        /^new-metric: --model query_sales is no metrics model of the pack; its models are query_ticket_metrics/,
+      );
+      const scaffolded = scaffoldMetric({ name: 'active_seats', packDir: two, engineRoot: ROOT, model: 'query_usage' });
+      expect(scaffolded.tool).toBe('query_usage');
+      expect(scaffolded.report).toMatch(/In .*pack\/usage\.ts, to the model usageMetrics \(served as query_usage\)/);
+      expect(readFileSync(scaffolded.testFile, 'utf8')).toContain("const TOOL = 'query_usage';");
+    } finally {
+      rmSync(two, { recursive: true, force: true });
+    }
   });
 
   it("new-metric: calls the pack's own tool, named by its model's toolName", () => {
