@@ -15,7 +15,7 @@ import { readerScopeOf } from './db/doctor/index.js';
 import { createSubscriptionLimits } from './limits.js';
 import { createTokenizer } from './lib/masking.js';
 import type { Logger } from './logger.js';
-import { countedAudit, createMetrics, type Metrics } from './metrics.js';
+import { countedAudit, createMetrics, type Metrics } from './prometheus.js';
 import type { Pack } from './pack.js';
 import { openJobStore } from './jobs/store.js';
 import { describeServer, type ServerDeps } from './server.js';

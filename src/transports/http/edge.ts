@@ -5,7 +5,7 @@
 import type { ServerResponse } from 'node:http';
 import type { AuthFailureReason, Authenticator, FailureThrottle } from '../../auth/index.js';
 import type { TokenBucket } from '../../limits.js';
-import type { Metrics } from '../../metrics.js';
+import type { Metrics } from '../../prometheus.js';
 import type { DispatchDeps, Dispatcher } from '../../protocol/dispatcher.js';
 import { errorResponse, type RequestId } from '../../protocol/json-rpc.js';
 import type { SessionIds } from '../session-ids.js';
