@@ -18,7 +18,7 @@ import { createLogger } from '../src/logger.js';
 /** Runs `use` with the pool and the seed's last day, then stops the cluster and removes its folder. */
 export async function withSeededReader(
   orders: number,
-  use: (pool: pg.Pool, until: string, readerUrl: string) => Promise<void>,
+  use: (pool: pg.Pool, until: string, readerUrl: string, adminUrl: string) => Promise<void>,
 ): Promise<void> {
   const logger = createLogger('warn');
   const dir = await mkdtemp(join(tmpdir(), 'querygate-bench-'));
@@ -32,7 +32,7 @@ export async function withSeededReader(
     const until = yesterdayUtc();
     await seedDatabase(database.adminUrl, { orders, until, replace: false }, logger);
     process.stderr.write(`seeded ${orders} orders in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
-    await use(pool, until, database.readerUrl);
+    await use(pool, until, database.readerUrl, database.adminUrl);
   } finally {
     await pool.end();
     await database.stop();

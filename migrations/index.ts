@@ -18,6 +18,7 @@ import { regionRollups } from './0015-region-rollups.js';
 import { rollupGrants } from './0016-rollup-grants.js';
 import { customerHistory } from './0017-customer-history.js';
 import { categoryLock } from './0018-category-lock.js';
+import { rollupRangeRebuild } from './0019-rollup-range-rebuild.js';
 
 export function migrations(options: { readerRole: string }): Record<string, Migration> {
   return {
@@ -39,5 +40,6 @@ export function migrations(options: { readerRole: string }): Record<string, Migr
     '0016-rollup-grants': rollupGrants(options.readerRole),
     '0017-customer-history': customerHistory,
     '0018-category-lock': categoryLock,
+    '0019-rollup-range-rebuild': rollupRangeRebuild,
   };
 }

@@ -7,7 +7,17 @@
 import { CompiledQuery, type Kysely, type Migration } from 'kysely';
 import { ConfigError } from '../../errors.js';
 import { checkRollupDeclaration, type RollupDeclaration } from './declaration.js';
-import { chainOf, createStatements, dropStatements, grantStatements, type RollupCatalog } from './statements.js';
+import {
+  chainOf,
+  createStatements,
+  dropStatements,
+  grantStatements,
+  RANGE_REBUILD_ARGS,
+  rangeRebuildStatements,
+  rollupNames,
+  timeKey,
+  type RollupCatalog,
+} from './statements.js';
 
 async function run(db: Kysely<unknown>, statement: string): Promise<void> {
   await db.executeQuery(CompiledQuery.raw(statement));
@@ -135,6 +145,23 @@ export function rollupGrantsMigration(declarations: readonly RollupDeclaration[]
     async down(db: Kysely<unknown>): Promise<void> {
       const all = declarations.map((d) => ({ ...d, measures: d.measures.map((m) => ({ ...m, unread: undefined })) }));
       for (const d of all) for (const statement of grantStatements(d, reader)) await run(db, statement);
+    },
+  };
+}
+
+/**
+ * Carries databases whose rollups were made before the range rebuild (statements.ts) to it: each
+ * rollup with a time key gains `<name>_rebuild_range(from, before)`, as rollupMigration now makes it.
+ */
+export function rollupRangeRebuildMigration(declarations: readonly RollupDeclaration[]): Migration {
+  return {
+    async up(db: Kysely<unknown>): Promise<void> {
+      for (const d of declarations) for (const statement of rangeRebuildStatements(d)) await run(db, statement);
+    },
+    async down(db: Kysely<unknown>): Promise<void> {
+      for (const d of declarations.filter((x) => timeKey(x) !== undefined)) {
+        await run(db, `drop function if exists ${rollupNames(d).rebuildRange}${RANGE_REBUILD_ARGS}`);
+      }
     },
   };
 }
