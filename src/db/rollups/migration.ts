@@ -7,17 +7,8 @@
 import { CompiledQuery, type Kysely, type Migration } from 'kysely';
 import { ConfigError } from '../../errors.js';
 import { checkRollupDeclaration, type RollupDeclaration } from './declaration.js';
-import {
-  chainOf,
-  createStatements,
-  dropStatements,
-  grantStatements,
-  RANGE_REBUILD_ARGS,
-  rangeRebuildStatements,
-  rollupNames,
-  timeKey,
-  type RollupCatalog,
-} from './statements.js';
+import { rangeRebuildDropStatements, rangeRebuildStatements } from './range-rebuild.js';
+import { chainOf, createStatements, dropStatements, grantStatements, type RollupCatalog } from './statements.js';
 
 async function run(db: Kysely<unknown>, statement: string): Promise<void> {
   await db.executeQuery(CompiledQuery.raw(statement));
@@ -120,13 +111,17 @@ export function rollupMigration(declarations: readonly RollupDeclaration[], read
       for (const d of declarations) {
         checkRollupDeclaration(d);
         const catalog = await readRollupCatalog(db, d);
-        for (const statement of createStatements(d, catalog, reader)) await run(db, statement);
+        for (const statement of [...createStatements(d, catalog, reader), ...rangeRebuildStatements(d)]) {
+          await run(db, statement);
+        }
       }
     },
     async down(db: Kysely<unknown>): Promise<void> {
       for (const d of [...declarations].reverse()) {
         const catalog = await readRollupCatalog(db, d);
-        for (const statement of dropStatements(d, catalog)) await run(db, statement);
+        for (const statement of [...rangeRebuildDropStatements(d), ...dropStatements(d, catalog)]) {
+          await run(db, statement);
+        }
       }
     },
   };
@@ -159,9 +154,7 @@ export function rollupRangeRebuildMigration(declarations: readonly RollupDeclara
       for (const d of declarations) for (const statement of rangeRebuildStatements(d)) await run(db, statement);
     },
     async down(db: Kysely<unknown>): Promise<void> {
-      for (const d of declarations.filter((x) => timeKey(x) !== undefined)) {
-        await run(db, `drop function if exists ${rollupNames(d).rebuildRange}${RANGE_REBUILD_ARGS}`);
-      }
+      for (const d of declarations) for (const statement of rangeRebuildDropStatements(d)) await run(db, statement);
     },
   };
 }

@@ -39,7 +39,7 @@ export interface RollupCatalog {
   readonly cascadesFromFirstParent: boolean;
 }
 
-const q = (name: string): string => `"${name}"`;
+export const q = (name: string): string => `"${name}"`;
 
 /** Which row (a record, a trigger's old or new, or a join alias) stands for each table of the chain. */
 type Binding = ReadonlyMap<string, string>;
@@ -144,49 +144,6 @@ export function baseRowsQuery(d: RollupDeclaration, within?: { from: string; bef
 export function timeKey(d: RollupDeclaration): RollupKey | undefined {
   const cut = d.keys.filter((k) => k.truncate !== undefined);
   return cut.length === 1 ? cut[0] : undefined;
-}
-
-/** The argument types of the range rebuild, as a signature names them. */
-export const RANGE_REBUILD_ARGS = '(timestamptz, timestamptz)';
-
-/**
- * The range rebuild, `<name>_rebuild_range(from, before)`, of a rollup with a time key: the rows of
- * [from, before), each bound cut down to the key's grain (a month: its first midnights), made again
- * from the base rows of those hours or days alone, so that a month is mended without reading or
- * writing the others. It locks the rollup (EXCLUSIVE: readers read on, writers of the rollup wait) and
- * only it: no base row is locked. Writers that changed the rollup before it are waited for, and their
- * rows are read as committed; writers after it wait, then add to the rebuilt rows. That holds at READ
- * COMMITTED, where each statement reads what has committed; on an older snapshot the rebuild would miss
- * a writer it waited for, so at any other level it refuses. Returns the rows it wrote.
- */
-export function rangeRebuildStatements(d: RollupDeclaration): string[] {
-  const key = timeKey(d);
-  if (key === undefined) return [];
-  const names = rollupNames(d);
-  const columns = rollupColumns(d).map(q).join(', ');
-  const k = q(key.name);
-  const signature = `${names.rebuildRange}${RANGE_REBUILD_ARGS}`;
-  return [
-    `create or replace function ${names.rebuildRange}(p_from timestamptz, p_before timestamptz) returns bigint
-     language plpgsql as $$
-     declare
-       v_from timestamptz := date_trunc('${key.truncate!}', p_from, 'UTC');
-       v_before timestamptz := date_trunc('${key.truncate!}', p_before, 'UTC');
-       n bigint;
-     begin
-       if current_setting('transaction_isolation') <> 'read committed' then
-         raise exception 'run ${d.name}_rebuild_range at READ COMMITTED: on an older snapshot it would miss a writer it waits for';
-       end if;
-       lock table ${names.table} in exclusive mode;
-       delete from ${names.table} where ${k} >= v_from and ${k} < v_before;
-       insert into ${names.table} (${columns})
-       ${baseRowsQuery(d, { from: 'v_from', before: 'v_before' })} order by ${d.keys.map((_, i) => i + 1).join(', ')};
-       get diagnostics n = row_count;
-       return n;
-     end $$`,
-    `alter function ${signature} security definer set search_path = pg_catalog, ${q(d.schema)}`,
-    `revoke execute on function ${signature} from public`,
-  ];
 }
 
 /**
@@ -375,7 +332,6 @@ export function createStatements(d: RollupDeclaration, catalog: RollupCatalog, r
     statements.push(`revoke execute on function ${fn}() from public`);
   }
   statements.push(`revoke execute on function ${names.add}(${types.join(', ')}) from public`);
-  statements.push(...rangeRebuildStatements(d));
   for (const t of triggers(d, catalog)) statements.push(t.statement);
   statements.push(`select ${names.rebuild}()`);
   const list = columns.map(q).join(', ');
@@ -463,8 +419,6 @@ export function dropStatements(d: RollupDeclaration, catalog: RollupCatalog): st
     `drop view ${names.view}`,
     ...triggers(d, catalog).map((t) => `drop trigger ${q(t.name)} on ${names.base(t.table)}`),
     ...ownerFunctions(d, catalog).map((fn) => `drop function ${fn}()`),
-    // If exists: a later migration that brought it to rollups made before it may have taken it out first.
-    ...(timeKey(d) ? [`drop function if exists ${names.rebuildRange}${RANGE_REBUILD_ARGS}`] : []),
     `drop function ${names.add}(${columnTypes(d, catalog).join(', ')})`,
     `drop table ${names.table}`,
   ];
