@@ -35,13 +35,19 @@ export default {
         'src/db/ (connections, roles, migrations, SQL helpers) sits below the registry, the protocol and the transports. doctor is the exception for the registry: it builds one to EXPLAIN every template.',
       severity: 'error',
       from: { path: '^src/db/', pathNot: '^src/db/doctor' },
-      to: { path: ['^src/(registry|protocol|transports|auth|jobs)/', '^src/(app|server|cli|report-cli)\\.ts$'] },
+      to: {
+        path: [
+          '^src/(registry|protocol|transports|auth|jobs)/',
+          '^src/(server|cli|report-cli)\\.ts$',
+          '^src/(app|commands)/',
+        ],
+      },
     },
     {
       name: 'doctor-below-the-server',
       severity: 'error',
       from: { path: '^src/db/doctor' },
-      to: { path: ['^src/(protocol|transports|auth)/', '^src/(app|server|cli|report-cli)\\.ts$'] },
+      to: { path: ['^src/(protocol|transports|auth)/', '^src/(server|cli|report-cli)\\.ts$', '^src/(app|commands)/'] },
     },
     {
       name: 'registry-below-the-protocol',
@@ -50,7 +56,7 @@ export default {
       severity: 'error',
       from: { path: '^src/registry/' },
       to: {
-        path: ['^src/(protocol|transports)/', '^src/(app|server|cli|report-cli)\\.ts$'],
+        path: ['^src/(protocol|transports)/', '^src/(server|cli|report-cli)\\.ts$', '^src/(app|commands)/'],
         pathNot: '^src/protocol/json-rpc\\.ts$',
       },
     },
@@ -59,7 +65,7 @@ export default {
       comment: 'The dispatcher answers one message whatever carried it: it knows no transport and no assembly.',
       severity: 'error',
       from: { path: '^src/protocol/' },
-      to: { path: ['^src/transports/', '^src/(app|cli|report-cli)\\.ts$'] },
+      to: { path: ['^src/transports/', '^src/(cli|report-cli)\\.ts$', '^src/(app|commands)/'] },
     },
     {
       name: 'nothing-imports-the-cli',

@@ -4,12 +4,12 @@ import './young-generation.js'; // first: before the modules' allocations grow t
 import './node-compat.js'; // before pg is loaded
 import { createServer as createNetServer } from 'node:net';
 import { parseArgs } from 'node:util';
-import { startApp, STOP_GRACE_MS, type App } from './app.js';
+import { startApp, STOP_GRACE_MS, type App } from './app/index.js';
 import { stdioCallerId } from './caller-ids.js';
 import { loadConfig, type Config } from './config.js';
 import { defaultDataDir } from './db/embedded.js';
-import { checkRollups, migrate, seed } from './cli/database-commands.js';
-import { doctor } from './cli/doctor-command.js';
+import { checkRollups, migrate, seed } from './commands/database-commands.js';
+import { doctor } from './commands/doctor-command.js';
 import { reportCommand } from './report-cli.js';
 import { scaffoldMetric } from './scaffold-metric.js';
 import { scaffoldQuery } from './scaffold.js';
@@ -17,7 +17,7 @@ import { ConfigError } from './errors.js';
 import { yesterdayUtc } from './lib/date-range.js';
 import { createTokenBuckets } from './limits.js';
 import { createLogger, type Logger } from './logger.js';
-import type { ConfigFile } from './config-file.js';
+import type { ConfigFile } from './config-file/index.js';
 import type { Pack } from './pack.js';
 import { packsToServe } from './packs.js';
 import { createServer, VERSION } from './server.js';
@@ -203,7 +203,7 @@ async function serve(
       const [
         { createAuthenticator, createFailureThrottle, createOAuthResourceServer, loadStaticTokens },
         { serveHttp },
-      ] = await Promise.all([import('./auth/index.js'), import('./transports/http.js')]);
+      ] = await Promise.all([import('./auth/index.js'), import('./transports/http/index.js')]);
       const staticTokens = loadStaticTokens(
         {
           envToken: config.httpToken,

@@ -16,7 +16,7 @@ import {
   type ConfigFile,
   type ConfigFileOptions,
   type ResolvedConfig,
-} from './config-file.js';
+} from './config-file/index.js';
 import { ConfigError } from './errors.js';
 import { createLiveRegistry, type LiveRegistry } from './live-registry.js';
 import type { Logger } from './logger.js';

@@ -5,7 +5,7 @@
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Config } from './config.js';
-import { readConfigFile, type ConfigFile } from './config-file.js';
+import { readConfigFile, type ConfigFile } from './config-file/index.js';
 import { ConfigError } from './errors.js';
 import type { Pack } from './pack.js';
 

@@ -14,7 +14,7 @@ import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { startApp } from './app.js';
+import { startApp } from './app/index.js';
 import type { AuditLog } from './audit.js';
 import { CLI_CALLER_ID } from './caller-ids.js';
 import { loadConfig } from './config.js';

@@ -9,7 +9,7 @@ import {
   resolveConfigFile,
   type AvailablePack,
   type ConfigFile,
-} from '../src/config-file.js';
+} from '../src/config-file/index.js';
 import { loadStaticTokens } from '../src/auth/index.js';
 import { ConfigError } from '../src/errors.js';
 

@@ -31,14 +31,10 @@ export async function openDatabase(
       stop: async () => undefined,
     };
   }
-  const { defaultDataDir, startEmbedded } = await import('../db/embedded.js');
+  const { embeddedOptionsOf, startEmbedded } = await import('../db/embedded.js');
   const embedded = await startEmbedded(
     {
-      dataDir: config.dataDir ?? defaultDataDir(),
-      readerRole: config.readerRole,
-      jobsRole: config.jobsRole,
-      packs,
-      port: config.embeddedPort,
+      ...embeddedOptionsOf(config, packs),
       seedIfEmpty: { until: yesterdayUtc() },
       signal,
     },

@@ -1,5 +1,5 @@
 import type { Config } from '../config.js';
-import type { ConfigFile } from '../config-file.js';
+import type { ConfigFile } from '../config-file/index.js';
 import { openLiveConfig, type LiveConfig } from '../live-config.js';
 import type { Logger } from '../logger.js';
 import type { Pack } from '../pack.js';

@@ -2,7 +2,7 @@
  * Who is calling over HTTP: static tokens, OAuth access tokens, or both; and what the server says to
  * a client that must authenticate (RFC 6750's challenge, RFC 9728's Protected Resource Metadata).
  */
-import type { OAuthSettings } from '../config-file.js';
+import type { OAuthSettings } from '../config-file/index.js';
 import { bearerToken, failure, type AuthFailure, type AuthResult } from './authenticator.js';
 import { scopesGranting, type Grants } from './grants.js';
 import type { OAuthResourceServer } from './oauth.js';

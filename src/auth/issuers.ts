@@ -12,7 +12,7 @@ import {
   type JWTVerifyOptions,
   type JWTVerifyResult,
 } from 'jose';
-import type { AuthorizationServerSettings } from '../config-file.js';
+import type { AuthorizationServerSettings } from '../config-file/index.js';
 import type { Logger } from '../logger.js';
 
 export interface IssuerOptions {

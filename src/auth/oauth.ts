@@ -7,7 +7,7 @@
  */
 import { createHmac } from 'node:crypto';
 import { decodeJwt, decodeProtectedHeader, errors, type JWTPayload } from 'jose';
-import type { AuthorizationServerSettings, OAuthSettings } from '../config-file.js';
+import type { AuthorizationServerSettings, OAuthSettings } from '../config-file/index.js';
 import { ConfigError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { claimValues, failure, type AuthResult } from './authenticator.js';

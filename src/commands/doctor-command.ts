@@ -1,4 +1,4 @@
-import { openDatabase } from '../app.js';
+import { openDatabase } from '../app/index.js';
 import type { Config } from '../config.js';
 import { connectReader, redactUrl } from '../db/connect.js';
 import {

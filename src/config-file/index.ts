@@ -8,18 +8,18 @@
 import { readFileSync, statSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { isTimeZone } from './config.js';
-import { ConfigError } from './errors.js';
-import { MAX_ROWS } from './lib/arguments.js';
-import type { TemplateLimits } from './registry/types.js';
-import { oauthSchema, oauthSettingsOf, type OAuthSettings } from './config-file/oauth.js';
+import { isTimeZone } from '../config.js';
+import { ConfigError } from '../errors.js';
+import { MAX_ROWS } from '../lib/arguments.js';
+import type { TemplateLimits } from '../registry/types.js';
+import { oauthSchema, oauthSettingsOf, type OAuthSettings } from './oauth.js';
 
 export {
   ASYMMETRIC_ALGORITHMS,
   type AuthorizationServerSettings,
   type DataScopeClaim,
   type OAuthSettings,
-} from './config-file/oauth.js';
+} from './oauth.js';
 
 /** A pack to serve, by the name it is known by or the path it is loaded from, with some of its templates. */
 export type PackEntry = ({ readonly name: string } | { readonly path: string }) & {

@@ -2,7 +2,7 @@ import type { Config } from '../config.js';
 import { adminKysely } from '../db/connect.js';
 import { REMAKE_FIX } from '../db/doctor/declared-sources.js';
 import { rollupDrift, rollupNames } from '../db/rollups/index.js';
-import { defaultDataDir, startEmbedded } from '../db/embedded.js';
+import { embeddedOptionsOf, startEmbedded } from '../db/embedded.js';
 import { prepareDatabase, type PrepareOptions } from '../db/prepare.js';
 import { ConfigError } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -16,16 +16,7 @@ async function withAdmin(
   task: (adminUrl: string) => Promise<void>,
 ): Promise<void> {
   if (config.adminDatabaseUrl) return task(config.adminDatabaseUrl);
-  const embedded = await startEmbedded(
-    {
-      dataDir: config.dataDir ?? defaultDataDir(),
-      readerRole: config.readerRole,
-      jobsRole: config.jobsRole,
-      packs,
-      port: config.embeddedPort,
-    },
-    logger,
-  );
+  const embedded = await startEmbedded(embeddedOptionsOf(config, packs), logger);
   try {
     await task(embedded.adminUrl);
   } finally {
