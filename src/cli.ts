@@ -12,6 +12,7 @@ import { checkRollups, migrate, seed } from './commands/database-commands.js';
 import { doctor } from './commands/doctor-command.js';
 import { reportCommand } from './report-cli.js';
 import { scaffoldMetric } from './scaffold-metric.js';
+import { scaffoldPack } from './scaffold-pack.js';
 import { scaffoldQuery } from './scaffold.js';
 import { ConfigError } from './errors.js';
 import { yesterdayUtc } from './lib/date-range.js';
@@ -43,6 +44,10 @@ const USAGE = `Usage:
                                          load a pack's deterministic demo data (each pack has its default
                                          count, up to yesterday); refuses a pack whose tables hold data
                                          unless --replace (replace it) or --if-empty (do nothing)
+  querygate new-pack <name> [--pack <dir>]
+                                         write a pack that is served and tested as written (default dir
+                                         examples/<name>): a view and its grants, its classification, one
+                                         metric in its tool query_<name>, a seed for the tests, one test
   querygate new-query <name> [--pack <dir>]
                                          write a template (<dir>/queries/<name>.ts, default dir .) and
                                          its test (test/<name>.test.ts) to fill in
@@ -86,6 +91,12 @@ async function main(argv: string[]): Promise<void> {
   const command = positionals[0] ?? 'serve';
   if (values.help || command === 'help') {
     process.stderr.write(`${USAGE}\n`);
+    return;
+  }
+  if (command === 'new-pack') {
+    if (positionals.length !== 2) throw new ConfigError(`new-pack takes one pack name\n${USAGE}`);
+    const dir = values.pack === undefined ? {} : { packDir: values.pack };
+    process.stdout.write(`${scaffoldPack({ name: positionals[1]!, ...dir }).report}\n`);
     return;
   }
   if (command === 'new-query') {

@@ -240,6 +240,7 @@ describe('the commands shown in README.md and docs/', () => {
       'doctor',
       'migrate',
       'new-metric',
+      'new-pack',
       'new-query',
       'report',
       'seed',

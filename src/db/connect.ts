@@ -312,6 +312,16 @@ export async function connectAdmin(url: string): Promise<pg.Client> {
   return client;
 }
 
+/** A task on one admin connection (a pack's seed, say), which is ended whatever the task does. */
+export async function withAdmin<T>(url: string, task: (admin: pg.Client) => Promise<T>): Promise<T> {
+  const admin = await connectAdmin(url);
+  try {
+    return await task(admin);
+  } finally {
+    await admin.end();
+  }
+}
+
 /** An admin Kysely handle over a single-connection pool, for the migrator. */
 export function adminKysely(url: string): Kysely<unknown> {
   return new Kysely<unknown>({

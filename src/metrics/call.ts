@@ -105,6 +105,8 @@ interface CallNeeds {
   readonly amounts: readonly string[];
   readonly entities: readonly string[];
   readonly people: boolean;
+  /** Whether it groups by an hour, an hour of day or a weekday: no stock is measured at those. */
+  readonly hourly: boolean;
 }
 
 /** What a call reads: the metrics, the attributes it groups and filters by and the data scope's, the amounts and entities. */
@@ -133,7 +135,40 @@ export function needsOf(
     amounts: [...amounts],
     entities: [...entities],
     people: protectsPeople(model, args.metrics),
+    hourly: (args.group_by ?? []).some((d) => HOURLY.includes(d)),
   };
+}
+
+/**
+ * The model's fact tables, each as the sources of base rows that measure it (the sales pack has one:
+ * its orders, alone, with their region, and with their items; a billing pack two: invoices and
+ * subscriptions): base sources that share a metric are of one fact. A call reads one fact table.
+ */
+export function factsOf(model: MetricsModel): MetricSource[][] {
+  const facts: MetricSource[][] = [];
+  for (const s of model.sources.filter((x) => !x.rollup && x.timeGrain === undefined)) {
+    const shares = (f: MetricSource[]): boolean => f.some((t) => Object.keys(s.measures).some((m) => m in t.measures));
+    const joined = facts.filter(shares);
+    const merged = [...joined.flat(), s];
+    for (const f of joined) facts.splice(facts.indexOf(f), 1);
+    facts.push(merged);
+  }
+  return facts;
+}
+
+/** The metrics of one fact table (each metric's parts measured on its sources), in declaration order. */
+export function metricsOfFact(model: MetricsModel, fact: readonly MetricSource[]): string[] {
+  return model.metrics
+    .map((m) => m.name)
+    .filter((m) => baseMetrics(model, [m]).every((n) => fact.some((s) => n in s.measures)));
+}
+
+/** The dimensions a stock is not measured by: it is as of an instant, the end of a day at the finest. */
+export const HOURLY: readonly string[] = ['hour', 'hour_of_day', 'weekday'];
+
+/** Whether a metric is a stock (see MetricSource.until): measured by a source whose rows hold for a span. */
+export function isStock(model: MetricsModel, name: string): boolean {
+  return model.sources.some((s) => s.until !== undefined && name in s.measures);
 }
 
 /** Whether a call's figures come per currency: it asks for money, or reads an amount (in its row's currency). */
@@ -151,7 +186,8 @@ function carries(s: MetricSource, needs: CallNeeds): boolean {
     needs.attributes.every((a) => a in s.attributes) &&
     needs.amounts.every((a) => a in (s.amounts ?? {})) &&
     needs.entities.every((e) => e in (s.entities ?? {})) &&
-    (!needs.people || s.people !== undefined)
+    (!needs.people || s.people !== undefined) &&
+    (!needs.hourly || s.until === undefined)
   );
 }
 
@@ -163,11 +199,36 @@ function carries(s: MetricSource, needs: CallNeeds): boolean {
 export function unservable(
   model: MetricsModel,
   args: Pick<MetricsArgs, 'metrics' | 'group_by' | 'filters'>,
-): { metrics: string[]; others: string[] } | undefined {
+): { metrics: string[]; others: string[]; reason?: string } | undefined {
   const needs = needsOf(model, args);
   if (model.sources.some((s) => s.timeGrain === undefined && carries(s, needs))) return undefined;
+  // Metrics of different fact tables: no one source measures them all, whatever the dimensions.
+  const facts = factsOf(model);
+  const factOf = (m: string): MetricSource[] | undefined => facts.find((f) => f.some((s) => m in s.measures));
+  if (new Set(needs.metrics.map(factOf)).size > 1) {
+    return {
+      metrics: [...needs.metrics],
+      others: [],
+      reason: `they are measured on different fact tables (${needs.metrics.map((m) => `${m}: ${factOf(m)!.at(-1)!.name}`).join('; ')}); ask for them in separate calls with the same range and dimensions`,
+    };
+  }
+  const stocks = needs.metrics.filter((m) => isStock(model, m));
+  if (needs.hourly && stocks.length > 0) {
+    return {
+      metrics: stocks,
+      others: (args.group_by ?? []).filter((d) => HOURLY.includes(d)),
+      reason:
+        'a stock is a figure as of an instant, measured at the end of each day at the finest; group it by day, week, month or quarter',
+    };
+  }
   return {
-    metrics: needs.metrics.filter((m) => !model.sources.every((s) => carries(s, { ...needs, metrics: [m] }))),
+    // Judged on the sources of the call's fact table (every source, where the model has one).
+    metrics: needs.metrics.filter(
+      (m) =>
+        !model.sources
+          .filter((s) => needs.metrics.some((x) => x in s.measures))
+          .every((s) => carries(s, { ...needs, metrics: [m] })),
+    ),
     others: [...needs.attributes, ...needs.amounts, ...needs.entities],
   };
 }

@@ -4,7 +4,7 @@
  */
 import { COMPARISONS } from '../lib/comparison.js';
 import { CYCLIC_TIMES, MAX_METRICS, TIME_GRAINS, type MetricsModel } from './declarations.js';
-import { derivedDimensions, unservable, type MetricsArgs } from './call.js';
+import { derivedDimensions, factsOf, metricsOfFact, unservable, type MetricsArgs } from './call.js';
 
 /**
  * The calls the start-up checks compile instead of every combination (see statement.ts). A fragment's
@@ -25,7 +25,6 @@ import { derivedDimensions, unservable, type MetricsArgs } from './call.js';
  */
 export function checkedArguments(model: MetricsModel): Record<string, unknown>[] {
   const range = { start_date: '2025-03-01', end_date: '2025-03-31' };
-  const metrics = model.metrics.map((m) => m.name);
   const derived = derivedDimensions(model);
   const attributes = model.attributes.map((a) => a.name);
   const dims = [...TIME_GRAINS, ...CYCLIC_TIMES, ...attributes, ...derived.map((d) => d.name)];
@@ -41,38 +40,45 @@ export function checkedArguments(model: MetricsModel): Record<string, unknown>[]
     ...range,
   });
   const calls: Record<string, unknown>[] = [];
-  for (const m of metrics) {
+  for (const m of model.metrics.map((x) => x.name)) {
     calls.push(call([m]));
     for (const a of attributes) calls.push(call([m], { group_by: [a] }));
   }
-  for (const d of dims) calls.push(call([metrics[0]!], { group_by: [d] }));
-  // An attribute on each source that carries it: beside the attribute that picks that source.
-  for (const a of attributes) {
-    for (const b of attributes) if (a !== b) calls.push(call([metrics[0]!], { group_by: [a, b] }));
-  }
-  for (const d of [TIME_GRAINS[0]!, TIME_GRAINS[2]!, CYCLIC_TIMES[0]!, CYCLIC_TIMES[1]!]) {
-    calls.push(call(metrics.slice(0, 2), { group_by: [d, attributes[0]] }));
-  }
-  calls.push(call(metrics.slice(0, 2), { group_by: [...CYCLIC_TIMES] }));
-  calls.push(call(metrics.slice(0, 2), { group_by: [TIME_GRAINS[1]!, CYCLIC_TIMES[0]!] }));
-  // A derived dimension is a column of its own lateral join whatever else is asked: each with the
-  // first metric on every source that carries it (beside each attribute), and its filter.
-  for (const d of derived) {
-    for (const a of attributes) calls.push(call([metrics[0]!], { group_by: [d.name, a] }));
-  }
-  for (const a of [...attributes, ...derived.map((d) => d.name)].filter(filterable)) {
-    calls.push(call([metrics[0]!], { filters: { [a]: sample(a) } }));
-    calls.push(call(metrics.slice(0, 2), { group_by: [TIME_GRAINS[1]!], filters: { [a]: sample(a) } }));
-  }
-  for (const a of model.amounts ?? []) {
-    calls.push(call([metrics[0]!], { [`min_${a.name}`]: 10, [`max_${a.name}`]: 100 }));
-    calls.push(call(metrics.slice(0, 2), { group_by: [attributes[0]], [`min_${a.name}`]: 10 }));
-  }
-  for (const c of COMPARISONS) calls.push(call(metrics.slice(0, 2), { compare_to: c }));
-  calls.push({ metrics: metrics.slice(0, MAX_METRICS), group_by: [dims[0]], period: 'last_week' });
-  calls.push(call(metrics.slice(-MAX_METRICS), { group_by: [attributes[0]], order_by: metrics[metrics.length - 1] }));
+  // The rest once per fact table (a model may have several), with its metrics.
+  for (const fact of factsOf(model)) calls.push(...factCalls(metricsOfFact(model, fact)));
   const seen = new Set<string>();
   return calls
     .filter((c) => unservable(model, c as unknown as MetricsArgs) === undefined)
     .filter((c) => !seen.has(JSON.stringify(c)) && seen.add(JSON.stringify(c)) !== undefined);
+
+  function factCalls(metrics: readonly string[]): Record<string, unknown>[] {
+    const calls: Record<string, unknown>[] = [];
+    for (const d of dims) calls.push(call([metrics[0]!], { group_by: [d] }));
+    // An attribute on each source that carries it: beside the attribute that picks that source.
+    for (const a of attributes) {
+      for (const b of attributes) if (a !== b) calls.push(call([metrics[0]!], { group_by: [a, b] }));
+    }
+    for (const d of [TIME_GRAINS[0]!, TIME_GRAINS[2]!, CYCLIC_TIMES[0]!, CYCLIC_TIMES[1]!]) {
+      calls.push(call(metrics.slice(0, 2), { group_by: [d, attributes[0]] }));
+    }
+    calls.push(call(metrics.slice(0, 2), { group_by: [...CYCLIC_TIMES] }));
+    calls.push(call(metrics.slice(0, 2), { group_by: [TIME_GRAINS[1]!, CYCLIC_TIMES[0]!] }));
+    // A derived dimension is a column of its own lateral join whatever else is asked: each with the
+    // first metric on every source that carries it (beside each attribute), and its filter.
+    for (const d of derived) {
+      for (const a of attributes) calls.push(call([metrics[0]!], { group_by: [d.name, a] }));
+    }
+    for (const a of [...attributes, ...derived.map((d) => d.name)].filter(filterable)) {
+      calls.push(call([metrics[0]!], { filters: { [a]: sample(a) } }));
+      calls.push(call(metrics.slice(0, 2), { group_by: [TIME_GRAINS[1]!], filters: { [a]: sample(a) } }));
+    }
+    for (const a of model.amounts ?? []) {
+      calls.push(call([metrics[0]!], { [`min_${a.name}`]: 10, [`max_${a.name}`]: 100 }));
+      calls.push(call(metrics.slice(0, 2), { group_by: [attributes[0]], [`min_${a.name}`]: 10 }));
+    }
+    for (const c of COMPARISONS) calls.push(call(metrics.slice(0, 2), { compare_to: c }));
+    calls.push({ metrics: metrics.slice(0, MAX_METRICS), group_by: [dims[0]], period: 'last_week' });
+    calls.push(call(metrics.slice(-MAX_METRICS), { group_by: [attributes[0]], order_by: metrics[metrics.length - 1] }));
+    return calls;
+  }
 }

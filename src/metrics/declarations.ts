@@ -159,8 +159,17 @@ export interface MetricSource {
   readonly rows: (db: Kysely<any>) => SourceRows;
   /** "schema.view" of every relation the rows read, for the column declarations' sources. */
   readonly reads: readonly string[];
-  /** The timestamp column ranges and time dimensions read ("o.ordered_at"). */
+  /** The timestamp column ranges and time dimensions read ("o.ordered_at"); a stock's rows hold from it. */
   readonly time: string;
+  /**
+   * For a source of stock figures (MRR, open balances, subscribed accounts: semi-additive measures):
+   * the timestamptz column of the instant each row stops holding, null while it still holds. Its
+   * metrics are figures as of an instant, added up over the rows that hold then (started before it,
+   * not ended before it) and never over time: as of the end of each time bucket a call groups by, or
+   * of its range, and, in a range that has not ended, as of the newest data. Such a source is base
+   * rows (no rollup, no timeGrain), names no entity, and cannot group by an hour or a weekday.
+   */
+  readonly until?: string;
   /**
    * 'hour' for a rollup keyed by whole UTC hours: it serves a call only when every bound of the range
    * falls on a whole UTC hour (zones with whole-hour offsets, a range not cut inside an hour). 'day'

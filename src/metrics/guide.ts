@@ -4,14 +4,14 @@
  * description points to so that a model reads one metric's page rather than the whole catalog.
  */
 import { TIME_GRAINS, type MetricsModel } from './declarations.js';
-import { bandLabels, ENTITY_COUNTS } from './call.js';
+import { bandLabels, baseMetrics, ENTITY_COUNTS, factsOf, isStock, metricsOfFact } from './call.js';
 
 type Metric = MetricsModel['metrics'][number];
 
 /** The catalog's section on the tool: every metric, dimension and filter, and a call per common question. */
 export function guideOf(model: MetricsModel): string {
   const out = ['### Metrics', '', '| metric | unit | meaning |', '| --- | --- | --- |'];
-  for (const m of model.metrics) out.push(metricRow(m));
+  for (const m of model.metrics) out.push(metricRow(model, m));
   out.push('', ...dimensions(model));
   out.push(...examples(model.questions ?? []));
   return out.join('\n');
@@ -34,7 +34,7 @@ export function pagesOf(model: MetricsModel): Readonly<Record<string, string>> {
         '',
         '| metric | unit | meaning |',
         '| --- | --- | --- |',
-        metricRow(m),
+        metricRow(model, m),
         '',
         ...dimensions(model),
         ...examples(questions),
@@ -44,11 +44,29 @@ export function pagesOf(model: MetricsModel): Readonly<Record<string, string>> {
   );
 }
 
-function metricRow(m: Metric): string {
+function metricRow(model: MetricsModel, m: Metric): string {
   const unit = m.unit === 'money' ? 'money, per currency' : m.unit;
   const ratio = m.ratio ? ` Computed as ${m.ratio[0]} / ${m.ratio[1]} over the same rows.` : '';
   const people = m.people ? ' Counts people: groups of too few are hidden from every figure of the answer.' : '';
-  return `| \`${m.name}\` | ${unit} | ${m.description}${ratio}${people} |`;
+  const stock = baseMetrics(model, [m.name]).some((n) => isStock(model, n))
+    ? " A stock: as of the end of each time bucket (day at the finest), or of the range; in a range that has not ended, as of the newest data. Its total is as of the range's end, never a sum over time."
+    : '';
+  return `| \`${m.name}\` | ${unit} | ${m.description}${ratio}${people}${stock} |`;
+}
+
+/** Where a model has several fact tables: which metrics each measures, and which attributes each carries. */
+function factsLine(model: MetricsModel): string[] {
+  const facts = factsOf(model);
+  if (facts.length < 2) return [];
+  const each = facts.map((f) => {
+    const attributes = model.attributes
+      .filter((a) => f.some((s) => a.name in s.attributes))
+      .map((a) => `\`${a.name}\``);
+    return `${f.at(-1)!.name}: ${metricsOfFact(model, f)
+      .map((n) => `\`${n}\``)
+      .join(', ')} (by ${attributes.join(', ') || 'time only'})`;
+  });
+  return [`- One call reads one fact table; ask for metrics of two in separate calls. ${each.join('; ')}.`];
 }
 
 function dimensions(model: MetricsModel): string[] {
@@ -57,6 +75,7 @@ function dimensions(model: MetricsModel): string[] {
     '',
     `- Time buckets in the reporting time zone: ${TIME_GRAINS.map((g) => `\`${g}\``).join(', ')}. Rows are labelled by the bucket's first day (\`hour\`: its first instant, with the offset); a bucket the range covers in part says \`partial\` with \`first_day\` and \`last_day\`.`,
     '- Cyclic: `hour_of_day` (0-23, local), `weekday` (Monday first).',
+    ...factsLine(model),
   ];
   for (const a of model.attributes) {
     const values = a.values ? ` Values: ${a.values.map((v) => `\`${v}\``).join(', ')}.` : '';

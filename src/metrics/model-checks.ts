@@ -99,8 +99,20 @@ export function checkModel(model: MetricsModel, personal: PersonalColumns, tool:
       );
     }
   }
-  const last = model.sources[model.sources.length - 1];
-  if (!last) throw new ConfigError(`${where}: declare at least one source (the base views)`);
+  const base = model.sources.filter((s) => !s.rollup && s.timeGrain === undefined);
+  if (base.length === 0) throw new ConfigError(`${where}: declare at least one source (the base views)`);
+  for (const s of model.sources.filter((x) => x.until !== undefined)) {
+    if (s.rollup || s.timeGrain !== undefined) {
+      throw new ConfigError(
+        `${where}: source ${s.name} is a stock (until), so it is base rows; remove its rollup and timeGrain`,
+      );
+    }
+    if (Object.keys(s.entities ?? {}).length > 0) {
+      throw new ConfigError(
+        `${where}: source ${s.name} is a stock (until), so it names no entity (its rows repeat at every instant measured); remove its entities`,
+      );
+    }
+  }
   for (const m of model.metrics.filter((x) => !x.ratio)) {
     const percentile = model.sources.some((s) => s.measures[m.name]?.aggregate === 'percentile');
     if (percentile && !model.sources.some((s) => s.timeGrain === undefined && m.name in s.measures)) {
@@ -116,11 +128,18 @@ export function checkModel(model: MetricsModel, personal: PersonalColumns, tool:
         );
       }
     }
-    // A percentile is computed over rows that are each one unit (one order), which the last source's
-    // rows (an order's items, say) need not be: it is measured only where the pack says so.
-    if (!percentile && !(m.name in last.measures)) {
+    // Base rows serve every call a rollup cannot: each metric is measured on the base rows of its
+    // fact table (a model may have several: invoices, subscriptions), a percentile included.
+    if (!base.some((s) => m.name in s.measures)) {
       throw new ConfigError(
-        `${where}: the last source (${last.name}) must measure every metric; add ${m.name} to its measures`,
+        `${where}: metric ${m.name} is measured by no source of base rows; add it to the measures of the base source of its fact table (${base.map((s) => s.name).join(' or ')})`,
+      );
+    }
+    const stock = model.sources.filter((s) => s.until !== undefined && m.name in s.measures);
+    const flow = model.sources.filter((s) => s.until === undefined && m.name in s.measures);
+    if (stock.length > 0 && flow.length > 0) {
+      throw new ConfigError(
+        `${where}: metric ${m.name} is measured as a stock on source ${stock[0]!.name} and as a flow on source ${flow[0]!.name}; measure it on sources of one kind (with until, or without)`,
       );
     }
     if (!m.people) {
@@ -138,8 +157,9 @@ export function checkModel(model: MetricsModel, personal: PersonalColumns, tool:
         `${where}: ${m.name} is protected, so it must be a count of people (people: true, unit count)`,
       );
     }
-    if (m.protected && last.people === undefined) {
-      throw new ConfigError(`${where}: ${m.name} is protected, so source ${last.name} must name its people column`);
+    const unnamed = model.sources.find((s) => m.name in s.measures && s.people === undefined);
+    if (m.protected && unnamed !== undefined) {
+      throw new ConfigError(`${where}: ${m.name} is protected, so source ${unnamed.name} must name its people column`);
     }
   }
   for (const a of model.amounts ?? []) {
@@ -187,9 +207,9 @@ export function checkModel(model: MetricsModel, personal: PersonalColumns, tool:
   }
   for (const a of model.attributes) checkAttributeValues(a, where);
   for (const a of model.attributes) {
-    if (!(a.name in last.attributes)) {
+    if (!base.some((s) => a.name in s.attributes)) {
       throw new ConfigError(
-        `${where}: the last source (${last.name}) must carry every attribute; add ${a.name} to its attributes`,
+        `${where}: attribute ${a.name} is carried by no source of base rows; add it to the attributes of the base source of its fact table`,
       );
     }
   }

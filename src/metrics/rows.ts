@@ -7,8 +7,10 @@
  * count is aggregated per entity first.
  */
 import { expressionBuilder, sql, type Kysely, type RawBuilder } from 'kysely';
-import { endOfRange, startOfDay } from '../db/range-sql.js';
-import type { ResolvedRange } from '../lib/date-range.js';
+import { endOfRange, rangeEndMs, startOfDay } from '../db/range-sql.js';
+import { shiftDays } from '../lib/calendar.js';
+import { periodEnd, type DayBucket, type ResolvedRange } from '../lib/date-range.js';
+import { dayStart, postgresTimestamp } from '../lib/local-day.js';
 import { personKey } from '../lib/protected-counts.js';
 import type { QueryContext } from '../registry/types.js';
 import {
@@ -39,6 +41,33 @@ export const LOCAL = `${QG_TIME}.local`;
 export const isTimeDimension = (name: string): boolean =>
   (TIME_GRAINS as readonly string[]).includes(name) || (CYCLIC_TIMES as readonly string[]).includes(name);
 
+const QG_AS_OF = 'qg_as_of';
+const isDayBucket = (name: string): name is DayBucket => ['day', 'week', 'month', 'quarter'].includes(name);
+
+/**
+ * The instants a stock is measured at: the end of each bucket of the grain the call groups by, or of
+ * the range, never past where the range ends (a range that has not ended is cut at the newest data,
+ * src/lib/running.ts); each with its bucket's first local day, which the time dimensions label. A
+ * bucket that starts after the cut is not measured: its figure is not known yet.
+ */
+export function asOfInstants(
+  range: ResolvedRange,
+  timeZone: string,
+  grain: DayBucket | undefined,
+): { local: string; ms: number }[] {
+  const end = rangeEndMs(range, timeZone);
+  const out: { local: string; ms: number }[] = [];
+  let first = range.startDate;
+  while (first < range.endExclusive) {
+    const next = grain === undefined ? range.endExclusive : shiftDays(periodEnd(first, grain), 1);
+    const bucketEnd = next < range.endExclusive ? next : range.endExclusive;
+    if (dayStart(first, timeZone).ms >= end && out.length > 0) break;
+    out.push({ local: `${first} 00:00:00`, ms: Math.min(dayStart(bucketEnd, timeZone).ms, end) });
+    first = bucketEnd;
+  }
+  return out;
+}
+
 /** A call on the source that serves it: what every function below reads. */
 export interface SourcedCall {
   readonly db: Kysely<unknown>;
@@ -56,19 +85,46 @@ export function callRows({ db, model, source, args, ctx, range }: SourcedCall, s
   const protection = protectsPeople(model, args.metrics) ? ctx.protection : undefined;
   const local = (args.group_by ?? []).some((d) => isTimeDimension(d));
   let rows = source.rows(db);
+  if (source.until !== undefined) {
+    // A stock: each row once per instant it is measured at, where it holds then.
+    const at = asOfInstants(
+      range,
+      ctx.timeZone,
+      (args.group_by ?? []).find((d) => isDayBucket(d)),
+    );
+    rows = rows
+      .crossJoin(
+        db
+          .selectNoFrom([
+            sql`unnest(${at.map((a) => a.local)}::timestamp[])`.as('local'),
+            sql`unnest(${at.map((a) => postgresTimestamp(a.ms))}::timestamptz[])`.as('at'),
+          ])
+          .as(QG_AS_OF),
+      )
+      .where(sql.ref(source.time), '<', sql.ref(`${QG_AS_OF}.at`))
+      .where((eb: SourceBuilder) =>
+        eb.or([eb(sql.ref(source.until!), 'is', null), eb(sql.ref(source.until!), '>=', sql.ref(`${QG_AS_OF}.at`))]),
+      );
+  }
   if (local || protection) {
+    const localTime =
+      source.until !== undefined
+        ? sql`${sql.ref(`${QG_AS_OF}.local`)}`
+        : sql`${sql.ref(source.time)} at time zone ${ctx.timeZone}`;
     rows = rows.crossJoinLateral(
       db
         .selectNoFrom([
-          sql`${sql.ref(source.time)} at time zone ${ctx.timeZone}`.as('local'),
+          localTime.as('local'),
           ...(protection ? [personKey(sql.ref(source.people!), protection).as('person_key')] : []),
         ])
         .as(QG_TIME),
     );
   }
-  rows = rows
-    .where(source.time, '>=', startOfDay(range.startDate, ctx.timeZone))
-    .where(source.time, '<', endOfRange(range, ctx.timeZone));
+  if (source.until === undefined) {
+    rows = rows
+      .where(source.time, '>=', startOfDay(range.startDate, ctx.timeZone))
+      .where(source.time, '<', endOfRange(range, ctx.timeZone));
+  }
   for (const a of model.amounts ?? []) {
     const value = sql.ref(source.amounts?.[a.name] ?? '');
     for (const [op, bound] of amountBounds(args, a.name)) rows = rows.where(value, op, bound);

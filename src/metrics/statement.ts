@@ -32,7 +32,15 @@ import { ConfigError } from '../errors.js';
 import { resolveRange } from '../lib/date-range.js';
 import { releasedCount } from '../lib/protected-counts.js';
 import type { QueryContext, RowQuery } from '../registry/types.js';
-import { derivedDimensions, perCurrency, selectedColumns, sourceFor, type MetricsArgs } from './call.js';
+import {
+  baseMetrics,
+  derivedDimensions,
+  isStock,
+  perCurrency,
+  selectedColumns,
+  sourceFor,
+  type MetricsArgs,
+} from './call.js';
 import type {
   EntityDeclaration,
   MetricDeclaration,
@@ -233,8 +241,11 @@ export function metricsStatement(
   // a grouping set beside them.
   const whole = { ...args, group_by: [] };
   const wholeSource = sourceFor(model, whole, ctx);
+  // A stock grouped by time does not add up over its buckets: its total is as of the range's end.
+  const stockOverTime =
+    dims.some((d) => isTimeDimension(d)) && baseMetrics(model, args.metrics).some((n) => isStock(model, n));
   const totals: Parameters<typeof rankedAnswer>[1] =
-    groupsOf === undefined || (wholeSource.rollup && dims.some((d) => entityId(model, d)))
+    groupsOf === undefined || stockOverTime || (wholeSource.rollup && dims.some((d) => entityId(model, d)))
       ? groupedRows(
           { db, model, args: whole, ctx, range, source: money && !wholeSource.currency ? source : wholeSource },
           // No dimension: never counted per entity first.

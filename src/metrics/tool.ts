@@ -26,13 +26,23 @@ import {
   MAX_METRICS,
   TIME_GRAINS,
   type AttributeDeclaration,
+  type MetricSource,
   type MetricsModel,
 } from './declarations.js';
 import { checkedArguments } from './checked-arguments.js';
 import { checkModel } from './model-checks.js';
 import { compareAnswers } from './compare.js';
 import { guideOf, pagesOf } from './guide.js';
-import { derivedDimensions, perCurrency, selectedColumns, unservable, type MetricsArgs } from './call.js';
+import {
+  derivedDimensions,
+  factsOf,
+  isStock,
+  metricsOfFact,
+  perCurrency,
+  selectedColumns,
+  unservable,
+  type MetricsArgs,
+} from './call.js';
 import { rollupAgreementProbes } from './rollup-agreement.js';
 import { metricsStatement } from './statement.js';
 
@@ -145,7 +155,7 @@ export function metricsTemplate(
       if (apart !== undefined) {
         const message = [
           `${apart.metrics.join(', ') || 'these metrics'} cannot be computed with`,
-          `${apart.others.join(', ') || 'each other'}: they are counted over different rows; ask in two calls`,
+          `${apart.others.join(', ') || 'each other'}: ${apart.reason ?? 'they are counted over different rows; ask in two calls'}`,
         ].join(' ');
         ctx.addIssue({ code: 'custom', path: ['metrics'], message });
       }
@@ -255,22 +265,34 @@ export function metricsTemplate(
   const compare = (current: Record<string, unknown>, prior: Record<string, unknown>, comparison: ComparisonEcho) =>
     compareAnswers(current, prior, comparison, unitOf);
 
+  // The examples ask for metrics of one fact table (the first metric's), grouped by what it carries.
+  const factOf = (metric: string): MetricSource[] =>
+    factsOf(model).find((f) => metricsOfFact(model, f).includes(metric)) ?? factsOf(model)[0]!;
+  const attributeOf = (metric: string): string =>
+    (model.attributes.find((a) => factOf(metric).some((s) => a.name in s.attributes)) ?? model.attributes[0]!).name;
+  const first = metricNames[0];
+  const sameFact = metricsOfFact(model, factOf(first));
   const examples: [Record<string, unknown>, ...Record<string, unknown>[]] = [
     // Explicit days, so that the checks that call the examples find data; the description says to
-    // prefer a period for relative questions.
-    { metrics: [metricNames[0]], group_by: ['weekday'], start_date: '2025-03-01', end_date: '2025-03-30' },
+    // prefer a period for relative questions. A stock is measured at the end of a day at the finest.
     {
-      metrics: metricNames.slice(0, 2),
-      group_by: [model.attributes[0]!.name],
+      metrics: [first],
+      group_by: [isStock(model, first) ? 'month' : 'weekday'],
+      start_date: '2025-03-01',
+      end_date: '2025-03-30',
+    },
+    {
+      metrics: sameFact.slice(0, 2),
+      group_by: [attributeOf(first)],
       start_date: '2025-03-01',
       end_date: '2025-03-31',
     },
-    { metrics: [metricNames[0]], start_date: '2025-03-01', end_date: '2025-03-31', compare_to: 'previous_year' },
+    { metrics: [first], start_date: '2025-03-01', end_date: '2025-03-31', compare_to: 'previous_year' },
     ...model.metrics
       .filter((m) => m.people)
       .map((m) => ({
         metrics: [m.name],
-        group_by: [model.attributes[0]!.name],
+        group_by: [attributeOf(m.name)],
         start_date: '2025-03-01',
         end_date: '2025-03-31',
       })),
@@ -301,11 +323,14 @@ export function metricsTemplate(
     ...(protectedFigures.length > 0 ? { protectedFigures } : {}),
     checkedArguments: [...checkedArguments(model), ...(model.questions ?? []).map((q) => q.arguments)],
     probes: (db) => [
-      ...model.sources.map((source) => ({
-        declaration: `metrics of ${name}: source ${source.name}`,
-        statement: source.rows(db).select(sql.ref(source.time).as('time')).limit(0).compile(),
-        time: source.time,
-      })),
+      // A stock's until is an instant too: each is read as `time`, which the probe asks to be a timestamptz.
+      ...model.sources.flatMap((source) =>
+        [source.time, ...(source.until !== undefined ? [source.until] : [])].map((time) => ({
+          declaration: `metrics of ${name}: source ${source.name}`,
+          statement: source.rows(db).select(sql.ref(time).as('time')).limit(0).compile(),
+          time,
+        })),
+      ),
       ...model.attributes.flatMap((a) => (a.valuesFrom ? [listedValuesProbe(db, name, a.name, a.valuesFrom)] : [])),
       ...rollupAgreementProbes(db, model, name),
     ],

@@ -1,21 +1,31 @@
 /**
- * Which packs `npm test` serves and where their tests are: the shipped packs (the sales pack and
- * examples/support-desk), and every pack named in QUERYGATE_PACKS or the configuration file
+ * Which packs `npm test` serves and where their tests are: the sales pack, every pack under
+ * examples/ (examples/support-desk, a user's pack scaffolded there), and every pack named in QUERYGATE_PACKS or the configuration file
  * (QUERYGATE_CONFIG), read as `serve` reads them. A pack's tests live in its own folder, `<pack>/test/`,
  * so a user's pack joins the suite without an edit outside that folder: vitest.config.ts includes
  * packTestGlobs(), and the global setup migrates and seeds every pack of servedPackSpecs().
  *
  * Light on purpose (node:fs, yaml): vitest.config.ts imports it before any test runs.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
-/** The shipped packs' folders besides the root (the sales pack's tests are test/ itself). */
-export const SHIPPED_PACK_FOLDERS = ['examples/support-desk'] as const;
+/**
+ * The pack folders besides the root (the sales pack's tests are test/ itself): every folder of
+ * `examples/` with a `pack/index.ts`, where `querygate new-pack` writes one, so that a pack there is
+ * in `npm test` with no setting.
+ */
+export const SHIPPED_PACK_FOLDERS: readonly string[] = readdirSync(join(ROOT, 'examples'), { withFileTypes: true })
+  .filter((entry) => entry.isDirectory() && existsSync(join(ROOT, 'examples', entry.name, 'pack', 'index.ts')))
+  .map((entry) => `examples/${entry.name}`)
+  .sort();
+
+/** The entry points of the packs of SHIPPED_PACK_FOLDERS, as sources. */
+export const EXAMPLE_PACK_SPECS: readonly string[] = SHIPPED_PACK_FOLDERS.map((f) => join(ROOT, f, 'pack', 'index.ts'));
 
 /** The names `serve` knows without a path (src/packs.ts): the tests serve them anyway. */
 const SHIPPED_NAMES = new Set(['sales']);

@@ -5,11 +5,11 @@
  * migration.ts, drift.ts); the isolation-safe trigger design lives there, once, and never again in
  * a pack's migrations.
  *
- * Example: amounts invoiced per account owner's country and UTC day, summed from invoice lines:
+ * Example: amounts billed per client's country and UTC day, summed from bill lines:
  *   { name: 'country_days', schema: 'billing', readerSchema: 'billing_read', facts: 'lines',
- *     parents: [{ table: 'invoices', key: 'id', link: 'invoice_id' }, { table: 'accounts', key: 'id', link: 'account_id' }],
- *     keys: [{ name: 'country', from: 'accounts', column: 'country' },
- *            { name: 'day', from: 'invoices', column: 'issued_at', truncate: 'day' }],
+ *     parents: [{ table: 'bills', key: 'id', link: 'bill_id' }, { table: 'clients', key: 'id', link: 'client_id' }],
+ *     keys: [{ name: 'country', from: 'clients', column: 'country' },
+ *            { name: 'day', from: 'bills', column: 'issued_at', truncate: 'day' }],
  *     measures: [{ name: 'line_count', count: true }, { name: 'amount', sum: ['units', 'price'], scale: 2 }] }
  * The sales pack's are in pack/rollups.ts.
  */
