@@ -260,6 +260,26 @@ describe('query_billing: a stock, as of an instant', () => {
     expect(subscriptions.some((s) => s.started > at && s.started < Date.parse('2025-07-01T00:00:00Z'))).toBe(true);
   });
 
+  it('compares subscriptions this month with the 30 days before, cut at the same time of day', async () => {
+    const h = await harness('UTC', Date.parse('2025-06-18T09:30:27Z'));
+    const out = (await ask(h, {
+      metrics: ['active_subscriptions'],
+      period: 'this_month',
+      compare_to: 'previous_period',
+    })) as Answer & {
+      comparison: { start_date: string; until?: string; totals: Figures[] };
+    };
+    const now = runningAt(Date.parse('2025-06-18T09:30:00Z')).length;
+    // June is 30 days: the period before is 2025-05-02..2025-05-31, cut 30 days before now.
+    const prior = runningAt(Date.parse('2025-05-19T09:30:00Z')).length;
+    expect(out.comparison.start_date).toBe('2025-05-02');
+    expect(Date.parse(out.comparison.until!)).toBe(Date.parse('2025-05-19T09:30:00Z'));
+    expect(out.totals[0]).toMatchObject({ active_subscriptions: now });
+    expect(out.comparison.totals).toHaveLength(1);
+    expect(out.comparison.totals[0]).toMatchObject({ active_subscriptions: prior });
+    expect(now).not.toBe(prior);
+  });
+
   it('answers "MRR this month" where the data stop, when they stop before now', async () => {
     const h = await harness('UTC', Date.parse('2025-07-10T12:00:00Z'));
     const out = await ask(h, { metrics: ['mrr'], period: 'this_month' });
