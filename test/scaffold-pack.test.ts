@@ -15,7 +15,7 @@ import { withCredentials } from '../src/db/connect.js';
 import { prepareDatabase } from '../src/db/prepare.js';
 import { createLogger } from '../src/logger.js';
 import type { Pack } from '../src/pack.js';
-import { scaffoldPack } from '../src/scaffold-pack.js';
+import { scaffoldPack } from '../src/scaffold/pack.js';
 import { CLI } from './support/cli.js';
 import { TEST_SEED } from './support/database.js';
 import { connectAdmin, startHarness, structured } from './support/harness.js';

@@ -13,8 +13,8 @@ import { DATA_SCOPE, PERSONAL_COLUMNS } from '../pack/schema.js';
 import type { MetricDeclaration, MetricsModel } from '../src/metrics/declarations.js';
 import { metricsTemplate } from '../src/metrics/tool.js';
 import { createRegistry, type AnyTemplate } from '../src/registry/index.js';
-import { scaffoldMetric, type MetricScaffolded } from '../src/scaffold-metric.js';
-import { scaffoldQuery, type Scaffolded } from '../src/scaffold.js';
+import { scaffoldMetric, type MetricScaffolded } from '../src/scaffold/metric.js';
+import { scaffoldQuery, type Scaffolded } from '../src/scaffold/query.js';
 import { CLI } from './support/cli.js';
 import { connectAdmin, startHarness, structured } from './support/harness.js';
 

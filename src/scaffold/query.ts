@@ -8,8 +8,8 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ConfigError } from './errors.js';
-import { TOOL_NAME } from './registry/types.js';
+import { ConfigError } from '../errors.js';
+import { TOOL_NAME } from '../registry/types.js';
 
 /** Where a pack's templates find its defineTemplate, from queries/. */
 const PACK_KIT = '../pack/kit.js';

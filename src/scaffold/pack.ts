@@ -9,8 +9,8 @@
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
-import { ConfigError } from './errors.js';
-import { findEngineRoot, importPath } from './scaffold.js';
+import { ConfigError } from '../errors.js';
+import { findEngineRoot, importPath } from './query.js';
 
 export interface PackScaffoldOptions {
   /** The pack's name, snake_case: `billing`. Its tool is `query_<name>`, its views `<name>_reporting`. */

@@ -9,10 +9,10 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
-import { ConfigError } from './errors.js';
-import { CYCLIC_TIMES, TIME_GRAINS } from './metrics/declarations.js';
-import { METRICS_TOOL } from './metrics/tool.js';
-import { findEngineRoot, importPath } from './scaffold.js';
+import { ConfigError } from '../errors.js';
+import { CYCLIC_TIMES, TIME_GRAINS } from '../metrics/declarations.js';
+import { METRICS_TOOL } from '../metrics/tool.js';
+import { findEngineRoot, importPath } from './query.js';
 
 /** A metric's name: snake_case words, as arguments and answers name it. */
 const METRIC_NAME = /^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$/;
