@@ -53,8 +53,9 @@ export interface PackSeed {
    */
   readonly testCount?: number;
   /**
-   * For a test database only, before the pack's migrations: creates the tables they build their views
-   * on, for a pack over a database it does not own (whose migrations create views only). Idempotent.
+   * For the test database and the embedded demo database only, before the pack's migrations: creates
+   * the tables they build their views on, for a pack over a database it does not own (whose
+   * migrations create views only). Never run against DATABASE_URL or ADMIN_DATABASE_URL. Idempotent.
    */
   createTables?(adminUrl: string, logger: Logger): Promise<void>;
   /** True when the pack's tables hold no data yet (checked through the admin connection). */

@@ -132,6 +132,8 @@ export async function startEmbedded(options: EmbeddedOptions, logger: Logger): P
     const serverUrl = `postgres://${ADMIN_USER}:${encodeURIComponent(secrets.adminPassword)}@127.0.0.1:${port}/postgres`;
     await ensureDatabase(serverUrl, DATABASE);
     const adminUrl = withDatabase(serverUrl, DATABASE);
+    // The embedded database is querygate's own demo: a pack over tables it does not own makes them here.
+    for (const pack of options.packs) await pack.seed?.createTables?.(adminUrl, logger);
     await prepareDatabase(
       adminUrl,
       {

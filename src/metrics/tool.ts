@@ -34,6 +34,7 @@ import { checkModel } from './model-checks.js';
 import { compareAnswers } from './compare.js';
 import { guideOf, pagesOf } from './guide.js';
 import {
+  baseMetrics,
   derivedDimensions,
   factsOf,
   isStock,
@@ -277,7 +278,7 @@ export function metricsTemplate(
     // prefer a period for relative questions. A stock is measured at the end of a day at the finest.
     {
       metrics: [first],
-      group_by: [isStock(model, first) ? 'month' : 'weekday'],
+      group_by: [baseMetrics(model, [first]).some((n) => isStock(model, n)) ? 'month' : 'weekday'],
       start_date: '2025-03-01',
       end_date: '2025-03-30',
     },

@@ -19,6 +19,14 @@ describe('stock figures and fact tables: the declarations the engine refuses', (
     expect(() => load({})).not.toThrow();
   });
 
+  it('loads a model whose first metric is a ratio of stocks: its example calls group it by month, not weekday', () => {
+    const arpa = billingMetrics.metrics.find((m) => m.name === 'arpa')!;
+    const template = load({ metrics: [arpa, ...billingMetrics.metrics.filter((m) => m !== arpa)] }) as {
+      examples: Record<string, unknown>[];
+    };
+    expect(template.examples[0]).toMatchObject({ metrics: ['arpa'], group_by: ['month'] });
+  });
+
   it('refuses a stock source declared a rollup or keyed by a time grain', () => {
     for (const broken of [{ rollup: true }, { timeGrain: 'day' as const }]) {
       expect(() => load({ sources: [invoices, { ...subscriptions, ...broken }, events] })).toThrow(
