@@ -36,18 +36,14 @@ export default {
       severity: 'error',
       from: { path: '^src/db/', pathNot: '^src/db/doctor' },
       to: {
-        path: [
-          '^src/(registry|protocol|transports|auth|jobs)/',
-          '^src/(server|cli|report-cli)\\.ts$',
-          '^src/(app|commands)/',
-        ],
+        path: ['^src/(registry|protocol|transports|auth|jobs)/', '^src/(server|cli)\\.ts$', '^src/(app|commands)/'],
       },
     },
     {
       name: 'doctor-below-the-server',
       severity: 'error',
       from: { path: '^src/db/doctor' },
-      to: { path: ['^src/(protocol|transports|auth)/', '^src/(server|cli|report-cli)\\.ts$', '^src/(app|commands)/'] },
+      to: { path: ['^src/(protocol|transports|auth)/', '^src/(server|cli)\\.ts$', '^src/(app|commands)/'] },
     },
     {
       name: 'registry-below-the-protocol',
@@ -56,7 +52,7 @@ export default {
       severity: 'error',
       from: { path: '^src/registry/' },
       to: {
-        path: ['^src/(protocol|transports)/', '^src/(server|cli|report-cli)\\.ts$', '^src/(app|commands)/'],
+        path: ['^src/(protocol|transports)/', '^src/(server|cli)\\.ts$', '^src/(app|commands)/'],
         pathNot: '^src/protocol/json-rpc\\.ts$',
       },
     },
@@ -65,7 +61,7 @@ export default {
       comment: 'The dispatcher answers one message whatever carried it: it knows no transport and no assembly.',
       severity: 'error',
       from: { path: '^src/protocol/' },
-      to: { path: ['^src/transports/', '^src/(cli|report-cli)\\.ts$', '^src/(app|commands)/'] },
+      to: { path: ['^src/transports/', '^src/cli\\.ts$', '^src/(app|commands)/'] },
     },
     {
       name: 'nothing-imports-the-cli',

@@ -10,7 +10,7 @@ import { loadConfig, type Config } from './config.js';
 import { defaultDataDir } from './db/embedded.js';
 import { checkRollups, migrate, seed } from './commands/database-commands.js';
 import { doctor } from './commands/doctor-command.js';
-import { reportCommand } from './report-cli.js';
+import { reportCommand } from './commands/report-command.js';
 import { scaffoldMetric } from './scaffold/metric.js';
 import { scaffoldPack } from './scaffold/pack.js';
 import { scaffoldQuery } from './scaffold/query.js';

@@ -48,7 +48,7 @@ export type ReportAnswer<Output> = Output & { readonly data_as_of: string; reado
 
 /**
  * A report laid out for a person, from its answer alone: every figure is the answer's own. The
- * report command (src/report-cli.ts) finds them here, so the engine needs no pack's renderers; the
+ * report command (src/commands/report-command.ts) finds them here, so the engine needs no pack's renderers; the
  * helpers they are written with are in src/render/.
  */
 export interface ReportRenderers<Output> {
