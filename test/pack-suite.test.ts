@@ -270,8 +270,12 @@ describe('pack-suites: which packs the tests serve and where their tests are', (
     expect(packFolder(join(folder, 'pack/index.ts'))).toBe(folder);
     mkdirSync(join(folder, 'test'), { recursive: true });
     const shipped = packTestGlobs({});
-    // Every pack under examples/, with no setting: the billing pack (new-pack's) and the support desk.
-    expect(shipped).toEqual(['examples/billing/test/**/*.test.ts', 'examples/support-desk/test/**/*.test.ts']);
+    // Every pack under examples/, with no setting: the billing pack (new-pack's), the support desk, and any
+    // pack a user scaffolds there.
+    expect(shipped).toEqual(
+      expect.arrayContaining(['examples/billing/test/**/*.test.ts', 'examples/support-desk/test/**/*.test.ts']),
+    );
+    expect(shipped.every((glob) => /^examples\/[^/]+\/test\/\*\*\/\*\.test\.ts$/.test(glob))).toBe(true);
     const specs = ['sales', join(ROOT, 'dist/examples/support-desk/pack/index.js'), join(folder, 'pack/index.ts')];
     expect(packTestGlobs({ QUERYGATE_PACKS: specs.join(',') })).toEqual([...shipped, `${folder}/test/**/*.test.ts`]);
     // A pack without a test folder adds nothing.

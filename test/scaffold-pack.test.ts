@@ -123,7 +123,7 @@ describe('new-pack', () => {
     for (const bad of ['Billing', 'bill-ing', 'billing_', '_billing', '9lives', 'a'.repeat(41)]) {
       expect(() => scaffoldPack({ name: bad, engineRoot: copy })).toThrow(/is not a pack name: it must be snake_case/);
     }
-    for (const taken of ['sales', 'support_desk', 'pg_stats']) {
+    for (const taken of ['sales', 'support_desk', 'support', 'billing', 'pg_stats', 'order', 'user']) {
       expect(() => scaffoldPack({ name: taken, engineRoot: copy })).toThrow(/is taken/);
     }
     expect(() => scaffoldPack({ name: 'scaffold_check', engineRoot: copy })).toThrow(

@@ -3,7 +3,7 @@
  * dimensions and filters (see the head comment of statement.ts for why fragments compose).
  */
 import { COMPARISONS } from '../lib/comparison.js';
-import { CYCLIC_TIMES, MAX_METRICS, TIME_GRAINS, type MetricsModel } from './declarations.js';
+import { CYCLIC_TIMES, MAX_METRICS, TIME_GRAINS, type MetricSource, type MetricsModel } from './declarations.js';
 import { derivedDimensions, factsOf, metricsOfFact, unservable, type MetricsArgs } from './call.js';
 
 /**
@@ -45,21 +45,24 @@ export function checkedArguments(model: MetricsModel): Record<string, unknown>[]
     for (const a of attributes) calls.push(call([m], { group_by: [a] }));
   }
   // The rest once per fact table (a model may have several), with its metrics.
-  for (const fact of factsOf(model)) calls.push(...factCalls(metricsOfFact(model, fact)));
+  for (const fact of factsOf(model)) calls.push(...factCalls(metricsOfFact(model, fact), fact));
   const seen = new Set<string>();
   return calls
     .filter((c) => unservable(model, c as unknown as MetricsArgs) === undefined)
     .filter((c) => !seen.has(JSON.stringify(c)) && seen.add(JSON.stringify(c)) !== undefined);
 
-  function factCalls(metrics: readonly string[]): Record<string, unknown>[] {
+  function factCalls(metrics: readonly string[], fact: readonly MetricSource[]): Record<string, unknown>[] {
     const calls: Record<string, unknown>[] = [];
+    // The fact table's first attribute, and its finest grain (a stock is measured a day at the finest).
+    const first = attributes.find((a) => fact.some((s) => a in s.attributes)) ?? attributes[0];
+    const finest = fact.some((s) => s.until !== undefined) ? TIME_GRAINS[1]! : dims[0];
     for (const d of dims) calls.push(call([metrics[0]!], { group_by: [d] }));
     // An attribute on each source that carries it: beside the attribute that picks that source.
     for (const a of attributes) {
       for (const b of attributes) if (a !== b) calls.push(call([metrics[0]!], { group_by: [a, b] }));
     }
     for (const d of [TIME_GRAINS[0]!, TIME_GRAINS[2]!, CYCLIC_TIMES[0]!, CYCLIC_TIMES[1]!]) {
-      calls.push(call(metrics.slice(0, 2), { group_by: [d, attributes[0]] }));
+      calls.push(call(metrics.slice(0, 2), { group_by: [d, first] }));
     }
     calls.push(call(metrics.slice(0, 2), { group_by: [...CYCLIC_TIMES] }));
     calls.push(call(metrics.slice(0, 2), { group_by: [TIME_GRAINS[1]!, CYCLIC_TIMES[0]!] }));
@@ -74,11 +77,11 @@ export function checkedArguments(model: MetricsModel): Record<string, unknown>[]
     }
     for (const a of model.amounts ?? []) {
       calls.push(call([metrics[0]!], { [`min_${a.name}`]: 10, [`max_${a.name}`]: 100 }));
-      calls.push(call(metrics.slice(0, 2), { group_by: [attributes[0]], [`min_${a.name}`]: 10 }));
+      calls.push(call(metrics.slice(0, 2), { group_by: [first], [`min_${a.name}`]: 10 }));
     }
     for (const c of COMPARISONS) calls.push(call(metrics.slice(0, 2), { compare_to: c }));
-    calls.push({ metrics: metrics.slice(0, MAX_METRICS), group_by: [dims[0]], period: 'last_week' });
-    calls.push(call(metrics.slice(-MAX_METRICS), { group_by: [attributes[0]], order_by: metrics[metrics.length - 1] }));
+    calls.push({ metrics: metrics.slice(0, MAX_METRICS), group_by: [finest], period: 'last_week' });
+    calls.push(call(metrics.slice(-MAX_METRICS), { group_by: [first], order_by: metrics[metrics.length - 1] }));
     return calls;
   }
 }

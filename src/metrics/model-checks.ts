@@ -5,6 +5,7 @@
 import { createCompiler } from '../db/connect.js';
 import { ConfigError } from '../errors.js';
 import { descriptionProblem } from '../lib/descriptions.js';
+import { factsOf } from './call.js';
 import type { PersonalColumn, PersonalColumns } from '../registry/types.js';
 import {
   CYCLIC_TIMES,
@@ -101,6 +102,22 @@ export function checkModel(model: MetricsModel, personal: PersonalColumns, tool:
   }
   const base = model.sources.filter((s) => !s.rollup && s.timeGrain === undefined);
   if (base.length === 0) throw new ConfigError(`${where}: declare at least one source (the base views)`);
+  for (const s of model.sources) {
+    if (Object.keys(s.measures).length === 0) {
+      throw new ConfigError(`${where}: source ${s.name} measures nothing; give it measures, or remove it`);
+    }
+  }
+  // A ratio is computed from its parts over the same rows: both parts of one fact table.
+  const facts = factsOf(model);
+  for (const m of model.metrics.filter((x) => x.ratio)) {
+    const [a, b] = m.ratio!;
+    const factOf = (n: string): number => facts.findIndex((f) => f.some((s) => n in s.measures));
+    if (factOf(a) !== factOf(b)) {
+      throw new ConfigError(
+        `${where}: ratio ${m.name} divides ${a} by ${b}, which are measured on different fact tables; a ratio's parts are counted over the same rows`,
+      );
+    }
+  }
   for (const s of model.sources.filter((x) => x.until !== undefined)) {
     if (s.rollup || s.timeGrain !== undefined) {
       throw new ConfigError(

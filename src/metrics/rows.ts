@@ -46,9 +46,11 @@ const isDayBucket = (name: string): name is DayBucket => ['day', 'week', 'month'
 
 /**
  * The instants a stock is measured at: the end of each bucket of the grain the call groups by, or of
- * the range, never past where the range ends (a range that has not ended is cut at the newest data,
- * src/lib/running.ts); each with its bucket's first local day, which the time dimensions label. A
- * bucket that starts after the cut is not measured: its figure is not known yet.
+ * the range, never past where the range ends (a range that has not ended is cut at the current minute
+ * or at the newest data, src/lib/running.ts); each with its bucket's first local day, which the time
+ * dimensions label. A bucket that starts after the cut is not measured: its figure is not known yet.
+ * A range cut at its very first instant (the data stopped before it began, or it has not begun) is
+ * measured there: the state its first instant finds, what the spans the data hold say of it.
  */
 export function asOfInstants(
   range: ResolvedRange,

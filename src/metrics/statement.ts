@@ -244,17 +244,45 @@ export function metricsStatement(
   // A stock grouped by time does not add up over its buckets: its total is as of the range's end.
   const stockOverTime =
     dims.some((d) => isTimeDimension(d)) && baseMetrics(model, args.metrics).some((n) => isStock(model, n));
+  const wholeTotals = (): SourceRows =>
+    groupedRows(
+      { db, model, args: whole, ctx, range, source: money && !wholeSource.currency ? source : wholeSource },
+      // No dimension: never counted per entity first.
+      { money },
+    );
   const totals: Parameters<typeof rankedAnswer>[1] =
-    groupsOf === undefined || stockOverTime || (wholeSource.rollup && dims.some((d) => entityId(model, d)))
-      ? groupedRows(
-          { db, model, args: whole, ctx, range, source: money && !wholeSource.currency ? source : wholeSource },
-          // No dimension: never counted per entity first.
-          { money },
-        )
-      : spec.metrics.every((m) => m.adds !== undefined)
-        ? 'sums of the groups'
-        : 'beside the groups';
+    stockOverTime && money && groupsOf !== undefined
+      ? stockTotals(db, asked, wholeTotals(), groupsOf())
+      : groupsOf === undefined || stockOverTime || (wholeSource.rollup && dims.some((d) => entityId(model, d)))
+        ? wholeTotals()
+        : spec.metrics.every((m) => m.adds !== undefined)
+          ? 'sums of the groups'
+          : 'beside the groups';
   return rankedAnswer(db, totals, groupsOf, spec);
+}
+
+/**
+ * The totals of a money stock grouped by time: as of the range's end, for every currency of the
+ * groups, so that a currency whose every row had ended by then keeps its groups (the answer lists each
+ * currency's groups beside its totals), with a stock of 0 and a ratio of none.
+ */
+function stockTotals(
+  db: Kysely<unknown>,
+  asked: readonly MetricDeclaration[],
+  whole: SourceRows,
+  groups: SourceRows,
+): SourceRows {
+  const q = db as Kysely<any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  const currencies = q.selectFrom(groups.as('qg_g')).select(sql.ref('qg_g.currency').as('currency')).distinct();
+  return q
+    .selectFrom(currencies.as('qg_c'))
+    .leftJoin(whole.as('qg_w'), 'qg_w.currency', 'qg_c.currency')
+    .select([
+      sql.ref('qg_c.currency').as('currency'),
+      ...asked.map((m) =>
+        (m.ratio ? sql`${sql.ref(`qg_w.${m.name}`)}` : sql`coalesce(${sql.ref(`qg_w.${m.name}`)}, 0)`).as(m.name),
+      ),
+    ]);
 }
 
 /**

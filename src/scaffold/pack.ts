@@ -33,8 +33,23 @@ const FROM = {
   pack: '../pack/index.js',
 };
 
-/** Names a pack may not take: the shipped ones and the engine's own schemas. */
-const TAKEN = ['sales', 'support_desk', 'reporting', 'querygate', 'public', 'pg_catalog', 'information_schema'];
+/**
+ * Names a pack may not take: the shipped packs' names and schemas (a pack's name is its schemas',
+ * `<name>` and `<name>_reporting`), and PostgreSQL's own.
+ */
+const TAKEN = ['sales', 'reporting', 'support_desk', 'support', 'billing', 'querygate', 'public', 'information_schema'];
+/** PostgreSQL's reserved key words (and those no schema may be named): the scaffold's SQL names the schemas bare. */
+const RESERVED = new Set(
+  (
+    'all analyse analyze and any array as asc asymmetric authorization binary both case cast check collate collation ' +
+    'column concurrently constraint create cross current_catalog current_date current_role current_schema current_time ' +
+    'current_timestamp current_user default deferrable desc distinct do else end except false fetch for foreign freeze ' +
+    'from full grant group having ilike in initially inner intersect into is isnull join lateral leading left like limit ' +
+    'localtime localtimestamp natural not notnull null offset on only or order outer overlaps placing primary references ' +
+    'returning right select session_user similar some symmetric system_user table tablesample then to trailing true ' +
+    'union unique user using variadic verbose when where window with'
+  ).split(' '),
+);
 
 export function scaffoldPack(options: PackScaffoldOptions): { readonly folder: string; readonly report: string } {
   const { name } = options;
@@ -43,8 +58,10 @@ export function scaffoldPack(options: PackScaffoldOptions): { readonly folder: s
       `new-pack: "${name}" is not a pack name: it must be snake_case, at most 40 characters, such as billing (it names the pack, its schemas and its tool)`,
     );
   }
-  if (TAKEN.includes(name) || name.startsWith('pg_')) {
-    throw new ConfigError(`new-pack: "${name}" is taken (${TAKEN.join(', ')}, pg_*); pick another name`);
+  if (TAKEN.includes(name) || name.startsWith('pg_') || RESERVED.has(name)) {
+    throw new ConfigError(
+      `new-pack: "${name}" is taken: a shipped pack or schema (${TAKEN.join(', ')}), pg_*, or a key word of SQL; pick another name`,
+    );
   }
   const engineRoot = resolve(options.engineRoot ?? findEngineRoot('new-pack'));
   const kebab = name.replaceAll('_', '-');

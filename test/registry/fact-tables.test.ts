@@ -51,13 +51,29 @@ describe('stock figures and fact tables: the declarations the engine refuses', (
   });
 
   it('refuses a metric or an attribute that no source of base rows carries', () => {
-    const { events: _dropped, ...none } = events.measures;
-    expect(() => load({ sources: [invoices, subscriptions, { ...events, measures: none }] })).toThrow(
+    const other = { invoices: { aggregate: 'count' as const } };
+    expect(() => load({ sources: [invoices, subscriptions, { ...events, measures: other }] })).toThrow(
       `${where}metric events is measured by no source of base rows; add it to the measures of the base source of its fact table (invoices or subscriptions or events)`,
     );
     const { kind: _kind, ...attributes } = events.attributes;
     expect(() => load({ sources: [invoices, subscriptions, { ...events, attributes }] })).toThrow(
       `${where}attribute kind is carried by no source of base rows; add it to the attributes of the base source of its fact table`,
+    );
+  });
+
+  it('refuses a ratio of two fact tables, and a source that measures nothing', () => {
+    const ratio = {
+      name: 'invoiced_per_account',
+      unit: 'money' as const,
+      ratio: ['invoiced', 'subscribed_accounts'] as const,
+    };
+    expect(() =>
+      load({ metrics: [...billingMetrics.metrics, { ...ratio, description: 'Invoiced per subscribed account.' }] }),
+    ).toThrow(
+      `${where}ratio invoiced_per_account divides invoiced by subscribed_accounts, which are measured on different fact tables`,
+    );
+    expect(() => load({ sources: [...billingMetrics.sources, { ...events, name: 'idle', measures: {} }] })).toThrow(
+      `${where}source idle measures nothing; give it measures, or remove it`,
     );
   });
 });

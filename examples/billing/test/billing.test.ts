@@ -182,6 +182,29 @@ describe('query_billing: a stock, as of an instant', () => {
     expect(new Set(out.rows!.filter((r) => r.currency === 'EUR').map((r) => r.mrr)).size).toBe(3);
   });
 
+  it('keeps a currency whose every subscription ended before the range end: its months, and a total of 0', async () => {
+    const h = await harness('UTC');
+    await admin.query(
+      `insert into billing.subscriptions (id, account_id, plan, currency, monthly_amount, started_at, ended_at)
+       values (-1, 1, 'team', 'CHF', 95, '2025-02-03T09:00:00Z', '2025-03-20T12:00:00Z')`,
+    );
+    try {
+      const out = await ask(h, {
+        metrics: ['mrr'],
+        group_by: ['month'],
+        start_date: '2025-02-01',
+        end_date: '2025-04-30',
+      });
+      // Running at the end of February only.
+      expect(out.rows!.filter((r) => r.currency === 'CHF')).toEqual([
+        { month: '2025-02-01', currency: 'CHF', mrr: 95 },
+      ]);
+      expect(out.totals.filter((t) => t.currency === 'CHF')).toEqual([{ currency: 'CHF', mrr: 0 }]);
+    } finally {
+      await admin.query('delete from billing.subscriptions where id = -1');
+    }
+  });
+
   it('measures each Berlin week at its end, across the clock change, the first and last cut by the range', async () => {
     const h = await harness('Europe/Berlin');
     const range = { start_date: '2025-03-26', end_date: '2025-04-08' };
@@ -282,17 +305,27 @@ describe('query_billing: a stock, as of an instant', () => {
 
   it('answers "MRR this month" where the data stop, when they stop before now', async () => {
     const h = await harness('UTC', Date.parse('2025-07-10T12:00:00Z'));
-    const out = await ask(h, { metrics: ['mrr'], period: 'this_month' });
-    // The data stop on 2025-06-30: the range is cut at the minute after, no earlier than its first instant.
-    const at = Math.max(Math.floor(dataThrough / 60_000) * 60_000 + 60_000, Date.parse('2025-07-01T00:00:00Z'));
-    const expected = [...groupBy(runningAt(at), (s) => s.currency)].map(([currency, list]) => ({
-      currency,
-      mrr: stock(list).mrr,
-    }));
-    expect(out.totals.filter((t) => t.currency !== undefined).sort(byKeys('currency'))).toEqual(
-      expected.sort(byKeys('currency')),
+    // A subscription the data hold from after they stop (scheduled, or loaded apart from the invoices
+    // and events that say how far the feed has come): measured at now or at the month's end, it would count.
+    await admin.query(
+      `insert into billing.subscriptions (id, account_id, plan, currency, monthly_amount, started_at, ended_at)
+       values (-2, 1, 'enterprise', 'USD', 499, '2025-07-05T08:00:00Z', null)`,
     );
-    expect(dataThrough).toBeLessThan(Date.parse('2025-07-01T00:00:00Z'));
+    try {
+      const out = await ask(h, { metrics: ['mrr'], period: 'this_month' });
+      // The data stop on 2025-06-30: the range is cut at the minute after, no earlier than its first instant.
+      const at = Math.max(Math.floor(dataThrough / 60_000) * 60_000 + 60_000, Date.parse('2025-07-01T00:00:00Z'));
+      expect(at).toBe(Date.parse('2025-07-01T00:00:00Z'));
+      const expected = [...groupBy(runningAt(at), (s) => s.currency)].map(([currency, list]) => ({
+        currency,
+        mrr: stock(list).mrr,
+      }));
+      expect(out.totals.filter((t) => t.currency !== undefined).sort(byKeys('currency'))).toEqual(
+        expected.sort(byKeys('currency')),
+      );
+    } finally {
+      await admin.query('delete from billing.subscriptions where id = -2');
+    }
   });
 });
 
