@@ -19,6 +19,7 @@ import { rollupGrants } from './0016-rollup-grants.js';
 import { customerHistory } from './0017-customer-history.js';
 import { categoryLock } from './0018-category-lock.js';
 import { rollupRangeRebuild } from './0019-rollup-range-rebuild.js';
+import { orderRollups } from './0020-order-rollups.js';
 
 export function migrations(options: { readerRole: string }): Record<string, Migration> {
   return {
@@ -41,5 +42,6 @@ export function migrations(options: { readerRole: string }): Record<string, Migr
     '0017-customer-history': customerHistory,
     '0018-category-lock': categoryLock,
     '0019-rollup-range-rebuild': rollupRangeRebuild,
+    '0020-order-rollups': orderRollups(options.readerRole),
   };
 }

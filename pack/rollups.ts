@@ -38,8 +38,8 @@ const ORDER_MEASURES = [
   { name: 'total_amount', sum: ['total_amount'], scale: 2 },
 ] as const;
 
-/** The orders per customer region, UTC day or hour, status and currency, as 0008 and 0014 keep them. */
-function regionOrders(name: string, truncate: 'day' | 'hour', migration: string): RollupDeclaration {
+/** The orders per customer region, UTC day or hour, status and currency. */
+function regionOrders(name: string, truncate: 'day' | 'hour'): RollupDeclaration {
   return {
     name,
     schema: 'sales',
@@ -52,7 +52,6 @@ function regionOrders(name: string, truncate: 'day' | 'hour', migration: string)
       ...FACT_STATUS_CURRENCY,
     ],
     measures: ORDER_MEASURES,
-    handWritten: { migration, rebuild: `sales.${name}_rebuild` },
   };
 }
 
@@ -97,6 +96,13 @@ export const HAND_WRITTEN_ROLLUPS: readonly RollupDeclaration[] = [
     ],
     handWritten: { migration: '0013-category-days', rebuild: 'sales.category_days_rebuild' },
   },
+];
+
+/**
+ * The rollups of the orders themselves, per UTC hour or day: written by hand in 0005, 0008 and 0014
+ * (reworked by 0006, 0009 and 0010), made by the engine since 0020, which replaced those triggers.
+ */
+export const ORDER_ROLLUPS: readonly RollupDeclaration[] = [
   {
     name: 'order_hours',
     schema: 'sales',
@@ -105,10 +111,9 @@ export const HAND_WRITTEN_ROLLUPS: readonly RollupDeclaration[] = [
     parents: [],
     keys: [{ name: 'hour', from: 'facts', column: 'ordered_at', truncate: 'hour' }, ...FACT_STATUS_CURRENCY],
     measures: ORDER_MEASURES,
-    handWritten: { migration: '0005-order-hours', rebuild: 'sales.order_hours_rebuild' },
   },
-  regionOrders('region_days', 'day', '0008-region-days'),
-  regionOrders('region_hours', 'hour', '0014-region-hours'),
+  regionOrders('region_days', 'day'),
+  regionOrders('region_hours', 'hour'),
 ];
 
 export const REGION_ROLLUPS: readonly RollupDeclaration[] = [

@@ -2,5 +2,11 @@
 export { checkRollupDeclaration } from './declaration.js';
 export type { RollupDeclaration, RollupKey, RollupMeasure, RollupParent } from './declaration.js';
 export { rollupDrift } from './drift.js';
-export { readRollupCatalog, rollupGrantsMigration, rollupMigration, rollupRangeRebuildMigration } from './migration.js';
+export {
+  readRollupCatalog,
+  rollupGrantsMigration,
+  rollupMigration,
+  rollupRangeRebuildMigration,
+  rollupSumsTriggerMigration,
+} from './migration.js';
 export { rollupNames } from './statements.js';

@@ -8,7 +8,14 @@ import { CompiledQuery, type Kysely, type Migration } from 'kysely';
 import { ConfigError } from '../../errors.js';
 import { checkRollupDeclaration, type RollupDeclaration } from './declaration.js';
 import { rangeRebuildDropStatements, rangeRebuildStatements } from './range-rebuild.js';
-import { chainOf, createStatements, dropStatements, grantStatements, type RollupCatalog } from './statements.js';
+import {
+  chainOf,
+  createStatements,
+  dropStatements,
+  grantStatements,
+  sumsTriggerStatements,
+  type RollupCatalog,
+} from './statements.js';
 
 async function run(db: Kysely<unknown>, statement: string): Promise<void> {
   await db.executeQuery(CompiledQuery.raw(statement));
@@ -155,6 +162,18 @@ export function rollupRangeRebuildMigration(declarations: readonly RollupDeclara
     },
     async down(db: Kysely<unknown>): Promise<void> {
       for (const d of declarations) for (const statement of rangeRebuildDropStatements(d)) await run(db, statement);
+    },
+  };
+}
+
+/**
+ * Carries rollups made when their facts' trigger fired on every update to the one rollupMigration
+ * makes now, which fires on the columns the rollup reads (statements.ts, sumsTrigger).
+ */
+export function rollupSumsTriggerMigration(declarations: readonly RollupDeclaration[]): Migration {
+  return {
+    async up(db: Kysely<unknown>): Promise<void> {
+      for (const d of declarations) for (const statement of sumsTriggerStatements(d)) await run(db, statement);
     },
   };
 }

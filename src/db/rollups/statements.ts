@@ -370,6 +370,35 @@ interface TriggerSpec {
   readonly statement: string;
 }
 
+/**
+ * The facts' own trigger: a fact inserted or deleted, or updated in a column the rollup reads (a key,
+ * a summed column, the link to its first parent). Not on other updates: facts that are a parent of
+ * other facts (orders, of their items) are touched (`set id = id`) by every child written, and their
+ * rollup rows are not to be rewritten each time.
+ */
+function sumsTrigger(d: RollupDeclaration): { name: string; timing: string } {
+  const read = new Set<string>([
+    ...d.keys.filter((k) => k.from === 'facts').map((k) => k.column),
+    ...d.measures.flatMap((m) => ('sum' in m ? [...m.sum] : [])),
+    ...(d.parents[0] ? [d.parents[0].link] : []),
+  ]);
+  const update = read.size === 0 ? 'update' : `update of ${[...read].map(q).join(', ')}`;
+  return { name: `${d.facts}_${d.name}_sums`, timing: `after insert or delete or ${update}` };
+}
+
+/**
+ * Remakes the facts' own trigger of a rollup made before it fired only on the columns it reads
+ * (sumsTrigger): the same function, the same name, the narrower event.
+ */
+export function sumsTriggerStatements(d: RollupDeclaration): string[] {
+  const names = rollupNames(d);
+  const sums = sumsTrigger(d);
+  return [
+    `drop trigger ${q(sums.name)} on ${names.base(d.facts)}`,
+    `create trigger ${q(sums.name)} ${sums.timing} on ${names.base(d.facts)} for each row execute function ${names.facts}()`,
+  ];
+}
+
 function triggers(d: RollupDeclaration, catalog: RollupCatalog): TriggerSpec[] {
   const names = rollupNames(d);
   const chain = chainOf(d);
@@ -383,7 +412,8 @@ function triggers(d: RollupDeclaration, catalog: RollupCatalog): TriggerSpec[] {
   };
   // After-row triggers of a table fire in the order of their names: a touch (`_a_touch`) before the
   // sums (`_sums`) and moves (`_moves`) that lock the parent FOR SHARE.
-  on(d.facts, `${d.facts}_${d.name}_sums`, 'after insert or delete or update', names.facts);
+  const sums = sumsTrigger(d);
+  on(d.facts, sums.name, sums.timing, names.facts);
   for (const [i, parent] of d.parents.entries()) {
     const below = chain[i]!;
     on(below, `${below}_${d.name}_a_touch`, 'after insert', names.touch(below));

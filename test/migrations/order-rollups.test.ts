@@ -1,0 +1,157 @@
+/**
+ * Migration 0020 on a database of the old design: migrated to 0019, seeded, and written through the
+ * hand-written triggers of order_hours, region_days and region_hours, then migrated. Every row of the
+ * three rollups is the same after as before, and each equals the orders summed here by the admin;
+ * no hand-written trigger or function of theirs is left, the engine's are there; and writes after the
+ * move keep the rollups exact.
+ */
+import { randomBytes } from 'node:crypto';
+import { Migrator } from 'kysely';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { salesPack } from '../../pack/index.js';
+import { seedDatabase } from '../../pack/seed.js';
+import { DEFAULT_JOBS_ROLE, DEFAULT_READER_ROLE } from '../../src/config.js';
+import { adminKysely, withDatabase } from '../../src/db/connect.js';
+import { ensureJobStore } from '../../src/db/job-role.js';
+import { migrateToLatest, migrationTableOf } from '../../src/db/migrate.js';
+import { silentLogger } from '../../src/logger.js';
+import { createClosedDatabase } from '../support/scratch.js';
+
+const name = `order_rollups_${randomBytes(4).toString('hex')}`;
+let server: pg.Client;
+let admin: pg.Client;
+let adminUrl: string;
+
+/** Each rollup's rows as text, in one order; and the same sums computed from the orders. */
+const ROLLUPS = {
+  order_hours: `select hour::text || ' ' || status || ' ' || currency || ' ' || order_count || ' ' || total_amount
+                  from sales.order_hours where order_count <> 0 or total_amount <> 0 order by 1`,
+  region_days: `select day::text || ' ' || region || ' ' || status || ' ' || currency || ' ' || order_count || ' ' || total_amount
+                  from sales.region_days where order_count <> 0 or total_amount <> 0 order by 1`,
+  region_hours: `select hour::text || ' ' || region || ' ' || status || ' ' || currency || ' ' || order_count || ' ' || total_amount
+                   from sales.region_hours where order_count <> 0 or total_amount <> 0 order by 1`,
+};
+const FROM_ORDERS = {
+  order_hours: `select date_trunc('hour', ordered_at, 'UTC')::text || ' ' || status || ' ' || currency || ' ' || count(*) || ' ' || sum(total_amount)
+                  from sales.orders group by date_trunc('hour', ordered_at, 'UTC'), status, currency order by 1`,
+  region_days: `select date_trunc('day', o.ordered_at, 'UTC')::text || ' ' || c.region || ' ' || o.status || ' ' || o.currency || ' ' || count(*) || ' ' || sum(o.total_amount)
+                  from sales.orders o join sales.customers c on c.id = o.customer_id
+                 group by date_trunc('day', o.ordered_at, 'UTC'), c.region, o.status, o.currency order by 1`,
+  region_hours: `select date_trunc('hour', o.ordered_at, 'UTC')::text || ' ' || c.region || ' ' || o.status || ' ' || o.currency || ' ' || count(*) || ' ' || sum(o.total_amount)
+                   from sales.orders o join sales.customers c on c.id = o.customer_id
+                  group by date_trunc('hour', o.ordered_at, 'UTC'), c.region, o.status, o.currency order by 1`,
+};
+type Rollup = keyof typeof ROLLUPS;
+const NAMES = Object.keys(ROLLUPS) as Rollup[];
+
+async function rows(statement: string): Promise<string[]> {
+  const { rows: out } = await admin.query<{ '?column?': string }>(statement);
+  return out.map((r) => Object.values(r)[0] as string);
+}
+
+async function snapshot(): Promise<Record<Rollup, string[]>> {
+  const out = {} as Record<Rollup, string[]>;
+  for (const n of NAMES) out[n] = await rows(ROLLUPS[n]);
+  return out;
+}
+
+async function fromOrders(): Promise<Record<Rollup, string[]>> {
+  const out = {} as Record<Rollup, string[]>;
+  for (const n of NAMES) out[n] = await rows(FROM_ORDERS[n]);
+  return out;
+}
+
+/** The triggers on the orders and the customers, with the function each runs. */
+async function triggers(): Promise<string[]> {
+  return rows(
+    `select tgrelid::regclass::text || ' ' || tgname || ' ' || tgfoid::regproc::text from pg_trigger
+      where not tgisinternal and tgrelid in ('sales.orders'::regclass, 'sales.customers'::regclass) order by 1`,
+  );
+}
+
+/** Writes through whichever triggers there are: an order placed, one that changes status and hour, one deleted, a customer who moves. */
+async function write(tag: number): Promise<void> {
+  await admin.query('begin');
+  await admin.query(
+    `insert into sales.orders (customer_id, status, ordered_at, total_amount, currency)
+     select id, 'paid', '2025-06-10T10:15:00Z'::timestamptz + make_interval(mins => $1), 12.5, 'EUR'
+       from sales.customers order by id limit 3`,
+    [tag],
+  );
+  await admin.query(
+    `update sales.orders set status = 'refunded', ordered_at = ordered_at + interval '70 minutes'
+      where id in (select id from sales.orders where status = 'paid' order by id limit 2 offset $1)`,
+    [tag],
+  );
+  await admin.query(`delete from sales.orders where id in (select id from sales.orders order by id desc limit 1)`);
+  await admin.query(
+    `update sales.customers set region = case region when 'north' then 'south' else 'north' end
+      where id = (select customer_id from sales.orders order by id limit 1 offset $1)`,
+    [tag],
+  );
+  await admin.query('commit');
+}
+
+beforeAll(async () => {
+  server = new pg.Client({ connectionString: inject('adminUrl') });
+  await server.connect();
+  await createClosedDatabase(server, name);
+  adminUrl = withDatabase(inject('adminUrl'), name);
+  const db = adminKysely(adminUrl);
+  try {
+    await ensureJobStore(db, DEFAULT_JOBS_ROLE);
+    const table = migrationTableOf(salesPack);
+    const migrator = new Migrator({
+      db,
+      provider: { getMigrations: async () => salesPack.migrations({ readerRole: DEFAULT_READER_ROLE }) },
+      migrationTableName: table,
+      migrationLockTableName: `${table}_lock`,
+    });
+    const { error } = await migrator.migrateTo('0019-rollup-range-rebuild');
+    if (error) throw error;
+  } finally {
+    await db.destroy();
+  }
+  await seedDatabase(adminUrl, { orders: 3000, until: '2025-06-30', replace: false }, silentLogger);
+  admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+}, 180_000);
+afterAll(async () => {
+  await admin?.end();
+  await server.query(`drop database if exists ${server.escapeIdentifier(name)} with (force)`);
+  await server.end();
+});
+
+describe('0020: the rollups of the orders move from hand-written triggers to the engine', () => {
+  it('keeps every figure, drops every hand-written trigger, and keeps the rollups exact after', async () => {
+    // The old design, written through its own triggers.
+    await write(0);
+    const handWritten = await triggers();
+    expect(handWritten).toContain('sales.orders orders_order_hours sales.order_hours_apply');
+    expect(handWritten).toContain('sales.customers customers_region_days sales.region_days_customers');
+    const before = await snapshot();
+    expect(before).toEqual(await fromOrders());
+    expect(before.order_hours.length).toBeGreaterThan(500);
+
+    await migrateToLatest(adminUrl, salesPack, DEFAULT_READER_ROLE, silentLogger);
+
+    expect(await snapshot()).toEqual(before);
+    const after = await triggers();
+    const gone = ['order_hours_apply', 'region_days_orders', 'region_days_customers', 'region_hours_orders'];
+    expect(after.filter((t) => gone.some((fn) => t.endsWith(`sales.${fn}`)))).toEqual([]);
+    for (const rollup of NAMES) {
+      expect(after).toContain(`sales.orders orders_${rollup}_sums sales.${rollup}_facts`);
+    }
+    expect(after).toContain('sales.customers customers_region_days_moves sales.region_days_on_customers');
+    const { rows: functions } = await admin.query<{ name: string }>(
+      `select proname as name from pg_proc where pronamespace = 'sales'::regnamespace
+          and proname in ('order_hours_apply', 'region_days_orders', 'region_days_customers', 'region_hours_orders', 'region_hours_customers')`,
+    );
+    expect(functions).toEqual([]);
+
+    // Written through the engine's triggers now.
+    await write(5);
+    expect(await snapshot()).toEqual(await fromOrders());
+  }, 180_000);
+});
