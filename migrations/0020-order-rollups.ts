@@ -40,6 +40,18 @@ async function dropHandWritten(db: Kysely<unknown>): Promise<void> {
       sales.region_hours_rebuild(), sales.region_hours_add(timestamptz, text, text, text, bigint, numeric)`.execute(db);
 }
 
+/**
+ * The down of a migration that replaced hand-written rollups: it refuses, in one line, since the
+ * hand-written design it would have to make again is what the move was for.
+ */
+export function cannotUndo(name: string): () => Promise<void> {
+  return async () => {
+    throw new Error(
+      `${name} cannot be undone: it replaced hand-written rollup triggers with the engine's; restore a backup taken before it`,
+    );
+  };
+}
+
 export function orderRollups(role: string): Migration {
   const generated = rollupMigration(ORDER_ROLLUPS, role);
   const narrowed = rollupSumsTriggerMigration(REGION_ROLLUPS);
@@ -50,5 +62,6 @@ export function orderRollups(role: string): Migration {
       // The rollups 0015 made get the facts' trigger as the engine makes it now: on the columns read.
       await narrowed.up(db);
     },
+    down: cannotUndo('0020-order-rollups'),
   };
 }

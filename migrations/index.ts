@@ -20,6 +20,7 @@ import { customerHistory } from './0017-customer-history.js';
 import { categoryLock } from './0018-category-lock.js';
 import { rollupRangeRebuild } from './0019-rollup-range-rebuild.js';
 import { orderRollups } from './0020-order-rollups.js';
+import { productDaysGenerated } from './0021-product-days.js';
 
 export function migrations(options: { readerRole: string }): Record<string, Migration> {
   return {
@@ -43,5 +44,6 @@ export function migrations(options: { readerRole: string }): Record<string, Migr
     '0018-category-lock': categoryLock,
     '0019-rollup-range-rebuild': rollupRangeRebuild,
     '0020-order-rollups': orderRollups(options.readerRole),
+    '0021-product-days': productDaysGenerated(options.readerRole),
   };
 }

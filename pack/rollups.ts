@@ -60,7 +60,6 @@ function regionOrders(name: string, truncate: 'day' | 'hour'): RollupDeclaration
  * compares each with its base rows: derived facts first. sales.order_categories (each order's items per
  * category) is summed by category_days and region_category_days; checked against the items and their
  * products, a product moved with its triggers bypassed is found below the rollups that sum it.
- * product_days keeps no count, which a declaration needs, and is not among them.
  */
 export const HAND_WRITTEN_ROLLUPS: readonly RollupDeclaration[] = [
   {
@@ -114,6 +113,31 @@ export const ORDER_ROLLUPS: readonly RollupDeclaration[] = [
   },
   regionOrders('region_days', 'day'),
   regionOrders('region_hours', 'hour'),
+];
+
+/**
+ * Units and revenue per UTC day, product, status and currency, summed from the items: written by hand
+ * in 0007 (reworked by 0009 and 0010), made by the engine since 0021, with the count of item lines the
+ * engine keeps as every rollup's size (no template reads it).
+ */
+export const PRODUCT_ROLLUPS: readonly RollupDeclaration[] = [
+  {
+    name: 'product_days',
+    schema: 'sales',
+    readerSchema: 'reporting',
+    facts: 'order_items',
+    parents: [{ table: 'orders', key: 'id', link: 'order_id' }],
+    keys: [
+      { name: 'day', from: 'orders', column: 'ordered_at', truncate: 'day' },
+      { name: 'product_id', from: 'facts', column: 'product_id' },
+      ...STATUS_CURRENCY,
+    ],
+    measures: [
+      { name: 'lines', count: true, unread: true },
+      { name: 'units', sum: ['quantity'] },
+      { name: 'revenue', sum: ['quantity', 'unit_price'], scale: 2 },
+    ],
+  },
 ];
 
 export const REGION_ROLLUPS: readonly RollupDeclaration[] = [

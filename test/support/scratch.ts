@@ -3,12 +3,13 @@
  * locks, need hand-made rows, or must not disturb the data the other suites compute from.
  */
 import { randomBytes } from 'node:crypto';
+import { Migrator } from 'kysely';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { DEFAULT_JOBS_ROLE, DEFAULT_READER_ROLE } from '../../src/config.js';
 import { adminKysely, withDatabase } from '../../src/db/connect.js';
 import { ensureJobStore } from '../../src/db/job-role.js';
-import { migrateToLatest } from '../../src/db/migrate.js';
+import { migrateToLatest, migrationTableOf } from '../../src/db/migrate.js';
 import { salesPack } from '../../pack/index.js';
 import { seedDatabase } from '../../pack/seed.js';
 import { silentLogger } from '../../src/logger.js';
@@ -27,6 +28,8 @@ export interface ScratchDatabase {
 export async function createScratchDatabase(
   prefix: string,
   seed?: { orders: number; until: string },
+  /** The last migration to run, for a database of an older design; every one when omitted. */
+  upTo?: string,
 ): Promise<ScratchDatabase> {
   const name = `${prefix}_${randomBytes(4).toString('hex')}`;
   const server = new pg.Client({ connectionString: inject('adminUrl') });
@@ -34,8 +37,22 @@ export async function createScratchDatabase(
   await createClosedDatabase(server, name);
   const adminUrl = withDatabase(inject('adminUrl'), name);
   const kysely = adminKysely(adminUrl);
-  await ensureJobStore(kysely, DEFAULT_JOBS_ROLE).finally(() => kysely.destroy());
-  await migrateToLatest(adminUrl, salesPack, DEFAULT_READER_ROLE, silentLogger);
+  try {
+    await ensureJobStore(kysely, DEFAULT_JOBS_ROLE);
+    if (upTo !== undefined) {
+      const table = migrationTableOf(salesPack);
+      const { error } = await new Migrator({
+        db: kysely,
+        provider: { getMigrations: async () => salesPack.migrations({ readerRole: DEFAULT_READER_ROLE }) },
+        migrationTableName: table,
+        migrationLockTableName: `${table}_lock`,
+      }).migrateTo(upTo);
+      if (error) throw error;
+    }
+  } finally {
+    await kysely.destroy();
+  }
+  if (upTo === undefined) await migrateToLatest(adminUrl, salesPack, DEFAULT_READER_ROLE, silentLogger);
   if (seed) await seedDatabase(adminUrl, { ...seed, replace: false }, silentLogger);
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
