@@ -1,9 +1,11 @@
 /**
  * The sales pack's declared rollups: the engine makes their tables, triggers, rebuilds, reader views
- * and checks (src/db/rollups/), and migration 0015 runs it. Both are keyed region first, for the
- * callers that read by customer region: a caller scoped to some regions, or a region asked for, reads
- * its top products and its sales by category from them as an unscoped caller reads product_days and
- * category_days (the rollups 0007 and 0013 wrote by hand, which have no region).
+ * and checks (src/db/rollups/). Migration 0015 made the two keyed region first, for the callers that
+ * read by customer region: a caller scoped to some regions, or a region asked for, reads its top
+ * products and its sales by category from them as an unscoped caller reads product_days and
+ * category_days. Migrations 0020 and 0021 moved order_hours, region_days, region_hours and
+ * product_days from the triggers older migrations wrote by hand to the engine's; order_categories and
+ * category_days (0013) are the hand-written ones left.
  *
  * region_category_days sums sales.order_categories, each order's items per category, which 0013's
  * triggers keep: a row of it is one order holding the category, so a count of them counts orders
