@@ -56,6 +56,7 @@ export interface ReportingOrders {
 export interface ReportingProductDays {
   currency: string | null;
   day: Timestamp | null;
+  lines: Int8 | null;
   product_id: Int8 | null;
   revenue: Numeric | null;
   status: string | null;

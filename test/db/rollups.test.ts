@@ -406,6 +406,7 @@ describe('querygate check-rollups', () => {
         'sales.order_hours',
         'sales.region_days',
         'sales.region_hours',
+        'sales.product_days',
         'sales.region_product_days',
         'sales.region_category_days',
       ]
