@@ -1,5 +1,6 @@
 /**
- * The declared rollups' rebuilds at scale, as the admin: the whole rebuild (`<name>_rebuild()`) against
+ * The declared rollups' rebuilds at scale (every rollup the engine keeps: the orders', product_days and
+ * the two by region), as the admin: the whole rebuild (`<name>_rebuild()`) against
  * the rebuild of one month (`<name>_rebuild_range(from, before)`), for each of the last three whole
  * months, on 2,000,000 orders. Each rebuild runs in a transaction that is rolled back, so every round
  * starts from the same rows; the whole and the months alternate in order round by round. The ratio is
@@ -11,7 +12,7 @@
  */
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { REGION_ROLLUPS } from '../pack/rollups.js';
+import { ORDER_ROLLUPS, PRODUCT_ROLLUPS, REGION_ROLLUPS } from '../pack/rollups.js';
 import { rollupNames } from '../src/db/rollups/index.js';
 import { withSeededReader } from './seeded-reader.js';
 
@@ -55,7 +56,7 @@ async function bench(adminUrl: string): Promise<void> {
       '| rollup | whole rebuild p50 | month | month p50 | month / whole |',
       '| --- | --- | --- | --- | --- |',
     ];
-    for (const d of REGION_ROLLUPS) {
+    for (const d of [...ORDER_ROLLUPS, ...PRODUCT_ROLLUPS, ...REGION_ROLLUPS]) {
       const names = rollupNames(d);
       const whole: number[] = [];
       const month = new Map<string, number[]>();
