@@ -156,6 +156,16 @@ export function factsOf(model: MetricsModel): MetricSource[][] {
   return facts;
 }
 
+/** The fact table of a metric (of a ratio: of its parts), among `facts`, the model's unless given. */
+export function factOf(
+  model: MetricsModel,
+  metric: string,
+  facts: readonly MetricSource[][] = factsOf(model),
+): MetricSource[] | undefined {
+  const part = baseMetrics(model, [metric])[0]!;
+  return facts.find((f) => f.some((s) => part in s.measures));
+}
+
 /** The metrics of one fact table (each metric's parts measured on its sources), in declaration order. */
 export function metricsOfFact(model: MetricsModel, fact: readonly MetricSource[]): string[] {
   return model.metrics
@@ -204,12 +214,12 @@ export function unservable(
   if (model.sources.some((s) => s.timeGrain === undefined && carries(s, needs))) return undefined;
   // Metrics of different fact tables: no one source measures them all, whatever the dimensions.
   const facts = factsOf(model);
-  const factOf = (m: string): MetricSource[] | undefined => facts.find((f) => f.some((s) => m in s.measures));
-  if (new Set(needs.metrics.map(factOf)).size > 1) {
+  const tableOf = (m: string): MetricSource[] | undefined => factOf(model, m, facts);
+  if (new Set(needs.metrics.map(tableOf)).size > 1) {
     return {
       metrics: [...needs.metrics],
       others: [],
-      reason: `they are measured on different fact tables (${needs.metrics.map((m) => `${m}: ${factOf(m)!.at(-1)!.name}`).join('; ')}); ask for them in separate calls with the same range and dimensions`,
+      reason: `they are measured on different fact tables (${needs.metrics.map((m) => `${m}: ${tableOf(m)!.at(-1)!.name}`).join('; ')}); ask for them in separate calls with the same range and dimensions`,
     };
   }
   const stocks = needs.metrics.filter((m) => isStock(model, m));

@@ -5,7 +5,7 @@
 import { createCompiler } from '../db/connect.js';
 import { ConfigError } from '../errors.js';
 import { descriptionProblem } from '../lib/descriptions.js';
-import { factsOf } from './call.js';
+import { factOf, factsOf } from './call.js';
 import type { PersonalColumn, PersonalColumns } from '../registry/types.js';
 import {
   CYCLIC_TIMES,
@@ -111,8 +111,7 @@ export function checkModel(model: MetricsModel, personal: PersonalColumns, tool:
   const facts = factsOf(model);
   for (const m of model.metrics.filter((x) => x.ratio)) {
     const [a, b] = m.ratio!;
-    const factOf = (n: string): number => facts.findIndex((f) => f.some((s) => n in s.measures));
-    if (factOf(a) !== factOf(b)) {
+    if (factOf(model, a, facts) !== factOf(model, b, facts)) {
       throw new ConfigError(
         `${where}: ratio ${m.name} divides ${a} by ${b}, which are measured on different fact tables; a ratio's parts are counted over the same rows`,
       );

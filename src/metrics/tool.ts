@@ -36,6 +36,7 @@ import { guideOf, pagesOf } from './guide.js';
 import {
   baseMetrics,
   derivedDimensions,
+  factOf,
   factsOf,
   isStock,
   metricsOfFact,
@@ -267,12 +268,12 @@ export function metricsTemplate(
     compareAnswers(current, prior, comparison, unitOf);
 
   // The examples ask for metrics of one fact table (the first metric's), grouped by what it carries.
-  const factOf = (metric: string): MetricSource[] =>
-    factsOf(model).find((f) => metricsOfFact(model, f).includes(metric)) ?? factsOf(model)[0]!;
+  const factOfMetric = (metric: string): MetricSource[] => factOf(model, metric) ?? factsOf(model)[0]!;
   const attributeOf = (metric: string): string =>
-    (model.attributes.find((a) => factOf(metric).some((s) => a.name in s.attributes)) ?? model.attributes[0]!).name;
+    (model.attributes.find((a) => factOfMetric(metric).some((s) => a.name in s.attributes)) ?? model.attributes[0]!)
+      .name;
   const first = metricNames[0];
-  const sameFact = metricsOfFact(model, factOf(first));
+  const sameFact = metricsOfFact(model, factOfMetric(first));
   const examples: [Record<string, unknown>, ...Record<string, unknown>[]] = [
     // Explicit days, so that the checks that call the examples find data; the description says to
     // prefer a period for relative questions. A stock is measured at the end of a day at the finest.

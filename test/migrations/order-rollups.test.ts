@@ -6,20 +6,15 @@
  * no hand-written trigger or function of theirs is left, the engine's are there; and writes after the
  * move keep the rollups exact.
  */
-import { randomBytes } from 'node:crypto';
-import { Migrator } from 'kysely';
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { salesPack } from '../../pack/index.js';
-import { DEFAULT_JOBS_ROLE, DEFAULT_READER_ROLE } from '../../src/config.js';
-import { adminKysely, withDatabase } from '../../src/db/connect.js';
-import { ensureJobStore } from '../../src/db/job-role.js';
-import { migrateToLatest, migrationTableOf } from '../../src/db/migrate.js';
+import { DEFAULT_READER_ROLE } from '../../src/config.js';
+import { migrateToLatest } from '../../src/db/migrate.js';
 import { silentLogger } from '../../src/logger.js';
-import { createClosedDatabase } from '../support/scratch.js';
+import { createScratchDatabase, type ScratchDatabase } from '../support/scratch.js';
 
-const name = `order_rollups_${randomBytes(4).toString('hex')}`;
-let server: pg.Client;
+let scratch: ScratchDatabase;
 let admin: pg.Client;
 let adminUrl: string;
 
@@ -107,27 +102,9 @@ async function write(tag: number): Promise<void> {
 }
 
 beforeAll(async () => {
-  server = new pg.Client({ connectionString: inject('adminUrl') });
-  await server.connect();
-  await createClosedDatabase(server, name);
-  adminUrl = withDatabase(inject('adminUrl'), name);
-  const db = adminKysely(adminUrl);
-  try {
-    await ensureJobStore(db, DEFAULT_JOBS_ROLE);
-    const table = migrationTableOf(salesPack);
-    const migrator = new Migrator({
-      db,
-      provider: { getMigrations: async () => salesPack.migrations({ readerRole: DEFAULT_READER_ROLE }) },
-      migrationTableName: table,
-      migrationLockTableName: `${table}_lock`,
-    });
-    const { error } = await migrator.migrateTo('0019-rollup-range-rebuild');
-    if (error) throw error;
-  } finally {
-    await db.destroy();
-  }
-  admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
+  scratch = await createScratchDatabase('order_rollups', undefined, '0019-rollup-range-rebuild');
+  admin = scratch.admin;
+  adminUrl = scratch.adminUrl;
   // Rows written through the old design's own triggers (the seed writes the rollups as they are now).
   await admin.query(
     `insert into sales.products (sku, name, category, unit_price)
@@ -153,11 +130,7 @@ beforeAll(async () => {
      on conflict do nothing`,
   );
 }, 180_000);
-afterAll(async () => {
-  await admin?.end();
-  await server.query(`drop database if exists ${server.escapeIdentifier(name)} with (force)`);
-  await server.end();
-});
+afterAll(async () => scratch?.drop());
 
 describe('0020 and 0021: the rollups of the orders and product_days move from hand-written triggers to the engine', () => {
   it('keeps every figure, drops every hand-written trigger, and keeps the rollups exact after', async () => {
