@@ -10,9 +10,13 @@ import { DEFAULT_JOBS_ROLE, DEFAULT_READER_ROLE } from '../../src/config.js';
 import { adminKysely, withDatabase } from '../../src/db/connect.js';
 import { ensureJobStore } from '../../src/db/job-role.js';
 import { migrateToLatest, migrationTableOf } from '../../src/db/migrate.js';
+import { prepareDatabase } from '../../src/db/prepare.js';
 import { salesPack } from '../../pack/index.js';
 import { seedDatabase } from '../../pack/seed.js';
 import { silentLogger } from '../../src/logger.js';
+import type { Pack } from '../../src/pack.js';
+import { TEST_SEED, testReaderRole } from './database.js';
+import { readerUrlFor } from './packs.js';
 
 export interface ScratchDatabase {
   readonly name: string;
@@ -54,12 +58,37 @@ export async function createScratchDatabase(
   }
   if (upTo === undefined) await migrateToLatest(adminUrl, salesPack, DEFAULT_READER_ROLE, silentLogger);
   if (seed) await seedDatabase(adminUrl, { ...seed, replace: false }, silentLogger);
+  return opened(server, name, inject('readerUrl'));
+}
+
+/**
+ * A database of `pack`'s own, migrated for the pack's test reader and seeded with the pack's test data
+ * (as the shared database is): for a test that adds rows the pack's other suites would count.
+ */
+export async function createPackScratchDatabase(prefix: string, pack: Pack): Promise<ScratchDatabase> {
+  const name = `${prefix}_${randomBytes(4).toString('hex')}`;
+  const server = new pg.Client({ connectionString: inject('adminUrl') });
+  await server.connect();
+  await createClosedDatabase(server, name);
+  const adminUrl = withDatabase(inject('adminUrl'), name);
+  await pack.seed?.createTables?.(adminUrl, silentLogger);
+  await prepareDatabase(adminUrl, { readerRole: testReaderRole(pack), packs: [pack] }, silentLogger);
+  if (pack.seed) {
+    const count = pack.seed.testCount ?? pack.seed.defaultCount;
+    await pack.seed.run(adminUrl, { count, until: TEST_SEED.until, replace: true }, silentLogger);
+  }
+  return opened(server, name, readerUrlFor(pack));
+}
+
+/** The scratch database `name`, made through `server`: its URLs (the reader's from `readerUrl`) and an admin connection. */
+async function opened(server: pg.Client, name: string, readerUrl: string): Promise<ScratchDatabase> {
+  const adminUrl = withDatabase(inject('adminUrl'), name);
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   return {
     name,
     adminUrl,
-    readerUrl: withDatabase(inject('readerUrl'), name),
+    readerUrl: withDatabase(readerUrl, name),
     jobsUrl: withDatabase(inject('jobsUrl'), name),
     admin,
     drop: async () => {

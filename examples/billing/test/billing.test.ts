@@ -8,8 +8,8 @@
  */
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectAdmin, startHarness, structured, textOf, type Harness } from '../../../test/support/harness.js';
-import { readerUrlFor } from '../../../test/support/packs.js';
+import { startHarness, structured, textOf, type Harness } from '../../../test/support/harness.js';
+import { createPackScratchDatabase, type ScratchDatabase } from '../../../test/support/scratch.js';
 import { billingPack } from '../pack/index.js';
 
 const TOOL = 'query_billing';
@@ -38,6 +38,7 @@ interface Invoice {
   day: Record<string, string>;
 }
 
+let scratch: ScratchDatabase;
 let admin: pg.Client;
 let subscriptions: Subscription[];
 let invoices: Invoice[];
@@ -45,7 +46,9 @@ let invoices: Invoice[];
 let dataThrough: number;
 
 beforeAll(async () => {
-  admin = await connectAdmin();
+  // A database of its own: two tests add a subscription the pack's other suites would count.
+  scratch = await createPackScratchDatabase('billing', billingPack);
+  admin = scratch.admin;
   const subs = await admin.query<{
     account_id: number;
     plan: string;
@@ -92,7 +95,7 @@ beforeAll(async () => {
   );
   dataThrough = newest.rows[0]!.t.getTime();
 });
-afterAll(async () => admin.end());
+afterAll(async () => scratch?.drop());
 
 /** The instant a local day starts in a zone, by PostgreSQL's zone rules. */
 async function dayStart(day: string, timeZone: string): Promise<number> {
@@ -131,7 +134,7 @@ const byKeys =
 const harnesses: Harness[] = [];
 async function harness(timeZone: string, now?: number): Promise<Harness> {
   const h = await startHarness({
-    readerUrl: readerUrlFor(billingPack),
+    readerUrl: scratch.readerUrl,
     templates: billingPack.templates,
     timeZone,
     ...(now === undefined ? {} : { now: () => now }),
