@@ -12,7 +12,7 @@ import { definePack } from '../src/pack.js';
 import { METRICS, VIEWS } from './docs.js';
 import { salesMetrics } from './metrics.js';
 import { prompts } from './prompts.js';
-import { HAND_WRITTEN_ROLLUPS, ORDER_ROLLUPS, PRODUCT_ROLLUPS, REGION_ROLLUPS } from './rollups.js';
+import { SALES_ROLLUPS } from './rollups.js';
 import { DATA_SCOPE, NOT_PERSONAL_COLUMNS, PERSONAL_COLUMNS } from './schema.js';
 import { DEFAULT_SEED_ORDERS, seedDatabase } from './seed.js';
 
@@ -33,7 +33,7 @@ export const salesPack = definePack({
   migrations,
   // The name Kysely gives by default: databases migrated before packs existed keep their history.
   migrationTable: 'kysely_migration',
-  rollups: [...HAND_WRITTEN_ROLLUPS, ...ORDER_ROLLUPS, ...PRODUCT_ROLLUPS, ...REGION_ROLLUPS],
+  rollups: SALES_ROLLUPS,
   seed: {
     unit: 'orders',
     defaultCount: DEFAULT_SEED_ORDERS,

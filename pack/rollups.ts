@@ -1,18 +1,8 @@
 /**
  * The sales pack's declared rollups: the engine makes their tables, triggers, rebuilds, reader views
- * and checks (src/db/rollups/). Migration 0015 made the two keyed region first, for the callers that
- * read by customer region: a caller scoped to some regions, or a region asked for, reads its top
- * products and its sales by category from them as an unscoped caller reads product_days and
- * category_days. Migrations 0020 and 0021 moved order_hours, region_days, region_hours and
- * product_days from the triggers older migrations wrote by hand to the engine's; order_categories and
- * category_days (0013) are the hand-written ones left.
- *
- * region_category_days sums sales.order_categories, each order's items per category, which 0013's
- * triggers keep: a row of it is one order holding the category, so a count of them counts orders
- * once per category however many items they hold. Those triggers take an order's rows out while the
- * order is still there, before it is deleted, as the engine needs of facts with no foreign key.
+ * and checks (src/db/rollups/), every one in migration 0022. No rollup trigger is written by hand.
  */
-import type { RollupDeclaration } from '../src/db/rollups/index.js';
+import type { RollupDeclaration, RollupKey } from '../src/db/rollups/index.js';
 
 const ORDER_AND_CUSTOMER = [
   { table: 'orders', key: 'id', link: 'order_id' },
@@ -58,51 +48,62 @@ function regionOrders(name: string, truncate: 'day' | 'hour'): RollupDeclaration
 }
 
 /**
- * The rollups older migrations keep with triggers written by hand, declared so that check-rollups
- * compares each with its base rows: derived facts first. sales.order_categories (each order's items per
- * category) is summed by category_days and region_category_days; checked against the items and their
- * products, a product moved with its triggers bypassed is found below the rollups that sum it.
+ * Net sales per category: sales.order_categories, each order's items per category, is a derived fact:
+ * a row of it is one order holding the category, so category_days and region_category_days, which sum
+ * it, count orders once per category however many items they hold. Its rows go with their last item,
+ * and an order deleted takes its sums out of the rollups above before it goes. Products are touched
+ * apart (sales.order_categories_products_touches): every item's writer reads the small products table.
  */
-export const HAND_WRITTEN_ROLLUPS: readonly RollupDeclaration[] = [
-  {
-    name: 'order_categories',
-    schema: 'sales',
-    readerSchema: 'reporting',
-    facts: 'order_items',
-    parents: [{ table: 'products', key: 'id', link: 'product_id' }],
-    keys: [
-      { name: 'order_id', from: 'facts', column: 'order_id' },
-      { name: 'category', from: 'products', column: 'category' },
-    ],
-    measures: [
-      { name: 'items', count: true },
-      { name: 'revenue', sum: ['quantity', 'unit_price'], scale: 2 },
-    ],
-    handWritten: { migration: '0013-category-days', rebuild: 'sales.category_days_rebuild' },
-  },
-  {
-    name: 'category_days',
-    schema: 'sales',
-    readerSchema: 'reporting',
-    facts: 'order_categories',
-    parents: [{ table: 'orders', key: 'id', link: 'order_id' }],
-    keys: [
-      { name: 'day', from: 'orders', column: 'ordered_at', truncate: 'day' },
-      { name: 'category', from: 'facts', column: 'category' },
-      ...STATUS_CURRENCY,
-    ],
-    measures: [
-      { name: 'order_count', count: true },
-      { name: 'revenue', sum: ['revenue'], scale: 2 },
-    ],
-    handWritten: { migration: '0013-category-days', rebuild: 'sales.category_days_rebuild' },
-  },
-];
+export const ORDER_CATEGORIES: RollupDeclaration = {
+  name: 'order_categories',
+  schema: 'sales',
+  readerSchema: 'reporting',
+  facts: 'order_items',
+  parents: [{ table: 'products', key: 'id', link: 'product_id', touchApart: true }],
+  keys: [
+    { name: 'order_id', from: 'facts', column: 'order_id' },
+    { name: 'category', from: 'products', column: 'category' },
+  ],
+  measures: [
+    { name: 'items', count: true },
+    { name: 'revenue', sum: ['quantity', 'unit_price'], scale: 2 },
+  ],
+  derived: { table: 'orders', key: 'id', link: 'order_id' },
+};
 
-/**
- * The rollups of the orders themselves, per UTC hour or day: written by hand in 0005, 0008 and 0014
- * (reworked by 0006, 0009 and 0010), made by the engine since 0020, which replaced those triggers.
- */
+/** The orders holding a category (rows of order_categories), and its revenue. */
+const CATEGORY_MEASURES = [
+  { name: 'order_count', count: true },
+  { name: 'revenue', sum: ['revenue'], scale: 2 },
+] as const;
+
+/** Rows under their order, per the order's UTC day, a key of their own, and the order's status and currency. */
+function orderDays(
+  name: string,
+  facts: string,
+  own: RollupKey,
+  measures: RollupDeclaration['measures'],
+): RollupDeclaration {
+  return {
+    name,
+    schema: 'sales',
+    readerSchema: 'reporting',
+    facts,
+    parents: [{ table: 'orders', key: 'id', link: 'order_id' }],
+    keys: [{ name: 'day', from: 'orders', column: 'ordered_at', truncate: 'day' }, own, ...STATUS_CURRENCY],
+    measures,
+  };
+}
+
+/** The orders holding each category, and its revenue, per UTC day, status and currency. */
+export const CATEGORY_DAYS = orderDays(
+  'category_days',
+  'order_categories',
+  { name: 'category', from: 'facts', column: 'category' },
+  CATEGORY_MEASURES,
+);
+
+/** The rollups of the orders themselves, per UTC hour or day. */
 export const ORDER_ROLLUPS: readonly RollupDeclaration[] = [
   {
     name: 'order_hours',
@@ -118,30 +119,22 @@ export const ORDER_ROLLUPS: readonly RollupDeclaration[] = [
 ];
 
 /**
- * Units and revenue per UTC day, product, status and currency, summed from the items: written by hand
- * in 0007 (reworked by 0009 and 0010), made by the engine since 0021, with the count of item lines the
- * engine keeps as every rollup's size (no template reads it).
+ * Units and revenue per UTC day, product, status and currency, summed from the items, with the count
+ * of item lines the engine keeps as every rollup's size (no template reads it).
  */
 export const PRODUCT_ROLLUPS: readonly RollupDeclaration[] = [
-  {
-    name: 'product_days',
-    schema: 'sales',
-    readerSchema: 'reporting',
-    facts: 'order_items',
-    parents: [{ table: 'orders', key: 'id', link: 'order_id' }],
-    keys: [
-      { name: 'day', from: 'orders', column: 'ordered_at', truncate: 'day' },
-      { name: 'product_id', from: 'facts', column: 'product_id' },
-      ...STATUS_CURRENCY,
-    ],
-    measures: [
-      { name: 'lines', count: true, unread: true },
-      { name: 'units', sum: ['quantity'] },
-      { name: 'revenue', sum: ['quantity', 'unit_price'], scale: 2 },
-    ],
-  },
+  orderDays('product_days', 'order_items', { name: 'product_id', from: 'facts', column: 'product_id' }, [
+    { name: 'lines', count: true, unread: true },
+    { name: 'units', sum: ['quantity'] },
+    { name: 'revenue', sum: ['quantity', 'unit_price'], scale: 2 },
+  ]),
 ];
 
+/**
+ * Keyed region first, for the callers that read by customer region: a caller scoped to some regions,
+ * or a region asked for, reads its top products and its sales by category from them as an unscoped
+ * caller reads product_days and category_days.
+ */
 export const REGION_ROLLUPS: readonly RollupDeclaration[] = [
   {
     name: 'region_product_days',
@@ -164,9 +157,18 @@ export const REGION_ROLLUPS: readonly RollupDeclaration[] = [
     facts: 'order_categories',
     parents: ORDER_AND_CUSTOMER,
     keys: [...REGION_DAY, { name: 'category', from: 'facts', column: 'category' }, ...STATUS_CURRENCY],
-    measures: [
-      { name: 'order_count', count: true },
-      { name: 'revenue', sum: ['revenue'], scale: 2 },
-    ],
+    measures: CATEGORY_MEASURES,
   },
+];
+
+/**
+ * Every rollup, in the order they are made and checked: the derived fact first, before the rollups that
+ * sum it, so that drift below them is named first.
+ */
+export const SALES_ROLLUPS: readonly RollupDeclaration[] = [
+  ORDER_CATEGORIES,
+  CATEGORY_DAYS,
+  ...ORDER_ROLLUPS,
+  ...PRODUCT_ROLLUPS,
+  ...REGION_ROLLUPS,
 ];

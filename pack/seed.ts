@@ -10,7 +10,7 @@ import { copyInto, demoInstants, loadDemoData, pick, prng, weightedIndex } from 
 import { ConfigError } from '../src/errors.js';
 import { parseDay } from '../src/lib/date-range.js';
 import type { Logger } from '../src/logger.js';
-import { REGION_ROLLUPS } from './rollups.js';
+import { REGION_ROLLUPS, SALES_ROLLUPS } from './rollups.js';
 
 export interface SeedOptions {
   /** Number of orders to create. */
@@ -36,9 +36,9 @@ const HOUR_MS = 3_600_000;
 /** Every demo order's currency: the demo shop sells in one. */
 const CURRENCY = 'USD';
 /**
- * The tables whose triggers keep the rollups (migrations 0005 to 0014 and the engine's, 0015) and
- * touch the rows a new row points at: all of their own triggers are off while loading, which fills the
- * hand-written rollups itself and rebuilds the declared ones (pack/rollups.ts) once the rows are in.
+ * The tables whose triggers keep the rollups (the engine's, pack/rollups.ts) and touch the rows a new
+ * row points at: all of their own triggers are off while loading, which fills some rollups itself and
+ * rebuilds the others once the rows are in.
  */
 const TRIGGERED_TABLES = [
   'sales.products',
@@ -255,13 +255,7 @@ export async function seedDatabase(adminUrl: string, options: SeedOptions, logge
       'sales.products',
       'sales.orders',
       'sales.order_items',
-      'sales.order_hours',
-      'sales.product_days',
-      'sales.region_days',
-      'sales.category_days',
-      'sales.region_hours',
-      'sales.order_categories',
-      ...REGION_ROLLUPS.map((rollup) => `sales.${rollup.name}`),
+      ...SALES_ROLLUPS.map((rollup) => `sales.${rollup.name}`),
     ],
   };
   await loadDemoData(adminUrl, tables, async (client) => {
@@ -358,7 +352,7 @@ export async function seedDatabase(adminUrl: string, options: SeedOptions, logge
     for (const [table, columns] of ROLLUP_COLUMNS) {
       await copyInto(client, `copy sales.${table} (${columns}) from stdin`, () => rollups.lines(table));
     }
-    // What the category rollup's triggers keep beside it: each order's items and revenue per category.
+    // The derived fact category_days sums: each order's items and revenue per category.
     await client.query('truncate sales.order_categories');
     await copyInto(client, 'copy sales.order_categories (order_id, category, items, revenue) from stdin', function* () {
       for (let i = 0; i < times.length; i++) {
@@ -368,8 +362,7 @@ export async function seedDatabase(adminUrl: string, options: SeedOptions, logge
       }
     });
     for (const statement of deferred) await client.query(statement);
-    // product_days keeps a count of item lines the sums above do not: its own rebuild, which the
-    // hand-written design (before migration 0021) has under the same name.
+    // product_days keeps a count of item lines the sums above do not: its own rebuild.
     await client.query('select sales.product_days_rebuild()');
     for (const rollup of REGION_ROLLUPS) await client.query(`select ${rollupNames(rollup).rebuild}()`);
     for (const table of TRIGGERED_TABLES) await client.query(`alter table ${table} enable trigger user`);

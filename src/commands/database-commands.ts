@@ -103,7 +103,7 @@ export async function checkRollups(config: Config, packs: readonly Pack[], logge
           lines.push(
             drift === 0
               ? `OK    ${name}: equal to its base rows`
-              : `FAIL  ${name}: ${drift} rows differ from its base rows; fix: select ${rollup.handWritten?.rebuild ?? rollupNames(rollup).rebuild}(), and find the write that went round its triggers`,
+              : `FAIL  ${name}: ${drift} rows differ from its base rows; fix: select ${rollupNames(rollup).rebuild}(), and find the write that went round its triggers`,
           );
         }
       }

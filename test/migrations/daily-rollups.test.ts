@@ -452,7 +452,7 @@ describe('the daily rollups under concurrent writers and any session time zone',
 
   it('let two SERIALIZABLE transactions add items of different products to different orders at once', async () => {
     // Every item's writer reads sales.products, which at 150 rows PostgreSQL reads whole: were the item
-    // to write its product (rather than its row of sales.product_touches), the later would be refused.
+    // to write its product (rather than its row of sales.order_categories_products_touches), the later would be refused.
     await scratch.admin.query(
       `insert into sales.orders (id, customer_id, status, ordered_at, total_amount) values
         (920004, 1, 'paid', '2025-03-18T12:00:00Z', 0), (920005, 2, 'pending', '2025-03-19T12:00:00Z', 0)`,

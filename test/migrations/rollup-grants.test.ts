@@ -1,14 +1,14 @@
 /**
  * Issue 30, Wanted 8: the reader reads only the rollup columns the templates read. On a database
- * migrated from scratch and on one carried over from when every column was granted (0015 before the
- * declarations marked `unread`), judged by PostgreSQL's own privilege checks and by the reader's reads.
+ * migrated from scratch and on one carried over from when every column was granted (a rollup made
+ * before its declaration marked `unread`, as 0015 made them), judged by PostgreSQL's own privilege checks and by the reader's reads.
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rollupGrants } from '../../migrations/0016-rollup-grants.js';
 import { REGION_ROLLUPS } from '../../pack/rollups.js';
 import { DEFAULT_READER_ROLE } from '../../src/config.js';
 import { adminKysely } from '../../src/db/connect.js';
+import { rollupGrantsMigration } from '../../src/db/rollups/index.js';
 import { createScratchDatabase, type ScratchDatabase } from '../support/scratch.js';
 
 let scratch: ScratchDatabase;
@@ -51,12 +51,12 @@ describe('the reader on the generated rollups', () => {
     await reader.query('select units, revenue from reporting.region_product_days limit 1');
   });
 
-  it('loses the column on a database migrated when every column was granted (0016)', async () => {
+  it('loses the column on a database migrated when every column was granted, through rollupGrantsMigration', async () => {
     await scratch.admin.query(`grant select (lines) on reporting.region_product_days to "${DEFAULT_READER_ROLE}"`);
     await reader.query('select lines from reporting.region_product_days limit 1');
     const db = adminKysely(scratch.adminUrl);
     try {
-      await rollupGrants(DEFAULT_READER_ROLE).up(db);
+      await rollupGrantsMigration(REGION_ROLLUPS, DEFAULT_READER_ROLE).up(db);
     } finally {
       await db.destroy();
     }

@@ -602,7 +602,7 @@ describe('item 1: the touch that makes a parent write on an older snapshot fail'
       `select 'order ' || id as what, xmin::text from sales.orders where id in ($1, $2)
        union all select 'customer ' || id, xmin::text from sales.customers where id in ($3, $4)
        union all select 'product ' || id, xmin::text from sales.products where id in (1, 2, 3, $7)
-       union all select 'product_touches ' || product_id, xmin::text from sales.product_touches where product_id in (1, 2, 3, $7)
+       union all select 'product_touches ' || id, xmin::text from sales.order_categories_products_touches where id in (1, 2, 3, $7)
        union all select 'order_hours ' || hour || ' ' || status, xmin::text from sales.order_hours where hour >= $5 and hour < $6
        union all select 'product_days ' || day || ' ' || product_id || ' ' || status, xmin::text from sales.product_days where day >= $5 and day < $6
        union all select 'region_days ' || day || ' ' || region || ' ' || status, xmin::text from sales.region_days where day >= $5 and day < $6

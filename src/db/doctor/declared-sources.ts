@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DeclarationProbe } from '../../registry/types.js';
 import type { RollupDeclaration } from '../rollups/index.js';
-import { readerColumns } from '../rollups/statements.js';
+import { readerColumns } from '../rollups/base-rows.js';
 import { MAX_RANGE_DAYS } from '../../lib/date-range.js';
 import type { SafetyCheck, ReaderUnderCheck } from './check.js';
 

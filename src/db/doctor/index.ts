@@ -59,7 +59,7 @@ export function readerScopeOf(packs: readonly Pack[]): ReaderScope {
     notPersonal: packs.flatMap((p) => p.notPersonalColumns ?? []),
     probes: packs.flatMap((p) => [
       ...p.templates.flatMap((t) => [...(t.probes?.(createCompiler()) ?? []), ...textInputProbes(t)]),
-      ...(p.rollups ?? []).filter((d) => !d.handWritten).map((d) => rollupProbe(createCompiler(), d)),
+      ...(p.rollups ?? []).filter((d) => d.derived === undefined).map((d) => rollupProbe(createCompiler(), d)),
     ]),
   };
 }

@@ -22,6 +22,22 @@ export interface RollupParent {
   readonly key: string;
   /** The column of the previous table (the facts, or the parent before this one) that holds the key. */
   readonly link: string;
+  /**
+   * A small table every writer of facts reads (products, of items): the touch writes this parent's row
+   * of `<schema>.<rollup>_<table>_touches` instead of the parent itself. At SERIALIZABLE a small table
+   * is read whole, so writing it for every fact would refuse any two writers of facts at once.
+   */
+  readonly touchApart?: true;
+}
+
+/** Where the rows of a derived fact are summed by the rollups above it: their first parent, by a key of it. */
+export interface DerivedFact {
+  /** The first parent of every rollup that sums it (orders). */
+  readonly table: string;
+  /** That parent's unique key column (`id`). */
+  readonly key: string;
+  /** The key of this rollup, taken from a column of its facts, that holds it (`order_id`). */
+  readonly link: string;
 }
 
 /** A key column of the rollup: a column of the facts or of a parent, a timestamp cut to its UTC hour or day. */
@@ -66,12 +82,15 @@ export interface RollupDeclaration {
   /** The first count is the rollup's size: a row whose count is 0 is empty, and the reader never sees it. */
   readonly measures: readonly RollupMeasure[];
   /**
-   * For a rollup an older migration of the pack keeps with triggers written by hand: that migration,
-   * and its own rebuild function. The engine makes nothing of it (no table, trigger, view or probe),
-   * but `check-rollups` compares it with its base rows as it does every rollup, so that a derived fact
-   * another rollup sums (each order's items per category, say) is checked too, and drift below it is seen.
+   * Its rows are facts that other rollups sum (each order's items per category, a row an order holding
+   * the category, counted once however many items it holds), declared after it in the same migration.
+   * The engine then keeps no empty row (a row whose count falls to 0 is deleted, so that a count of its
+   * rows counts only the keys that hold facts), makes no reader view, locks the rows of `table` its
+   * writers will move FOR NO KEY UPDATE, in key order, before anything else it locks there (so that two
+   * writers of it never each hold a share lock the other's touch waits for), and its rebuild mends
+   * only the rows that differ, which the rollups above then follow through their own triggers.
    */
-  readonly handWritten?: { readonly migration: string; readonly rebuild: string };
+  readonly derived?: DerivedFact;
 }
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
@@ -157,7 +176,23 @@ export function checkRollupDeclaration(d: RollupDeclaration): RollupDeclaration 
       fail(name, `measures[${i}] neither counts nor sums`, 'give count: true or sum: [column]');
     }
   }
-  for (const made of tables.flatMap((t) => [`${t}_${name}_a_touch_new`, `${name}_touch_${t}`])) {
+  if (d.derived !== undefined) {
+    identifier(name, 'derived.table', d.derived.table);
+    identifier(name, 'derived.key', d.derived.key);
+    const link = d.keys.find((k) => k.name === d.derived!.link);
+    if (link?.from !== 'facts' || link.truncate !== undefined) {
+      fail(
+        name,
+        `derived.link ${JSON.stringify(d.derived.link)} is not a key taken from the facts`,
+        `name the key that holds ${d.derived.table}.${d.derived.key}, one of: ${d.keys
+          .filter((k) => k.from === 'facts' && k.truncate === undefined)
+          .map((k) => k.name)
+          .join(', ')}`,
+      );
+    }
+  }
+  const apart = d.parents.filter((p) => p.touchApart).map((p) => `${name}_${p.table}_touches`);
+  for (const made of [...apart, ...tables.flatMap((t) => [`${t}_${name}_a_touch_new`, `${name}_touch_${t}`])]) {
     if (made.length > MAX_NAME) fail(name, `the name makes ${made}, over ${MAX_NAME} characters`, 'shorten the name');
   }
   return d;

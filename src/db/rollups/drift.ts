@@ -6,7 +6,7 @@
  */
 import { CompiledQuery, type Kysely } from 'kysely';
 import type { RollupDeclaration } from './declaration.js';
-import { baseRowsQuery, rollupColumns, rollupNames, sizeColumn } from './statements.js';
+import { baseRowsQuery, rollupColumns, rollupNames, sizeColumn } from './base-rows.js';
 
 /** How many rows differ between the rollup and its base rows (0: exact), counting each side's extra rows. */
 export async function rollupDrift(db: Kysely<unknown>, d: RollupDeclaration): Promise<number> {

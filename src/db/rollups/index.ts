@@ -1,6 +1,6 @@
 /** Declared rollups: what a pack declares, the migration that makes them, and their check. */
 export { checkRollupDeclaration } from './declaration.js';
-export type { RollupDeclaration, RollupKey, RollupMeasure, RollupParent } from './declaration.js';
+export type { DerivedFact, RollupDeclaration, RollupKey, RollupMeasure, RollupParent } from './declaration.js';
 export { rollupDrift } from './drift.js';
 export {
   readRollupCatalog,
@@ -9,4 +9,4 @@ export {
   rollupRangeRebuildMigration,
   rollupSumsTriggerMigration,
 } from './migration.js';
-export { rollupNames } from './statements.js';
+export { rollupNames } from './base-rows.js';

@@ -7,9 +7,9 @@
 import { CompiledQuery, type Kysely, type Migration } from 'kysely';
 import { ConfigError } from '../../errors.js';
 import { checkRollupDeclaration, type RollupDeclaration } from './declaration.js';
-import { rangeRebuildDropStatements, rangeRebuildStatements } from './range-rebuild.js';
+import { rangeRebuildDropStatements, rangeRebuildStatements } from './rebuilds.js';
+import { chainOf } from './base-rows.js';
 import {
-  chainOf,
   createStatements,
   dropStatements,
   grantStatements,
@@ -61,8 +61,15 @@ async function deleteAction(
   return rows[0]?.action;
 }
 
-/** Reads what the statements need from the catalog, refusing a declaration the tables do not bear out. */
-export async function readRollupCatalog(db: Kysely<unknown>, d: RollupDeclaration): Promise<RollupCatalog> {
+/**
+ * Reads what the statements need from the catalog, refusing a declaration the tables do not bear out.
+ * `factsDerived`: the facts are a derived fact declared in the same migration (rollupMigration).
+ */
+export async function readRollupCatalog(
+  db: Kysely<unknown>,
+  d: RollupDeclaration,
+  factsDerived = false,
+): Promise<RollupCatalog> {
   const table = (from: string): string => (from === 'facts' ? d.facts : from);
   const needs = async (where: string, from: string, column: string): Promise<string> => {
     const type = await columnType(db, d.schema, table(from), column);
@@ -74,8 +81,9 @@ export async function readRollupCatalog(db: Kysely<unknown>, d: RollupDeclaratio
     return type;
   };
   const chain = chainOf(d);
+  const parentKeyTypes = new Map<string, string>();
   for (const [i, parent] of d.parents.entries()) {
-    await needs(`parents[${i}].key`, parent.table, parent.key);
+    parentKeyTypes.set(parent.table, await needs(`parents[${i}].key`, parent.table, parent.key));
     await needs(`parents[${i}].link`, chain[i] === d.facts ? 'facts' : chain[i]!, parent.link);
   }
   const keyTypes = new Map<string, string>();
@@ -91,7 +99,7 @@ export async function readRollupCatalog(db: Kysely<unknown>, d: RollupDeclaratio
   for (const [i, measure] of d.measures.entries()) {
     if ('sum' in measure) for (const column of measure.sum) await needs(`measures[${i}].sum`, 'facts', column);
   }
-  let cascadesFromFirstParent = false;
+  let deletedWithFirstParent = factsDerived;
   for (const [i, parent] of d.parents.entries()) {
     const action = await deleteAction(db, d.schema, chain[i]!, parent.link, parent.table);
     if (action === 'n' || action === 'd') {
@@ -105,19 +113,37 @@ export async function readRollupCatalog(db: Kysely<unknown>, d: RollupDeclaratio
           `rollup ${d.name}: deleting a row of ${parent.table} deletes ${chain[i]} in cascade, past the facts' first parent; make that key restrict, or declare the rollup nearer`,
         );
       }
-      cascadesFromFirstParent = true;
+      deletedWithFirstParent = true;
     }
   }
-  return { keyTypes, cascadesFromFirstParent };
+  return { keyTypes, parentKeyTypes, deletedWithFirstParent };
+}
+
+/**
+ * Whether `d`'s facts are a derived fact of `declarations`; refuses a rollup that sums one under
+ * another first parent than the one the derived fact declares.
+ */
+function sumsDerived(d: RollupDeclaration, declarations: readonly RollupDeclaration[]): boolean {
+  const below = declarations.find((x) => x.name === d.facts && x.schema === d.schema && x.derived !== undefined);
+  if (below === undefined) return false;
+  const under = below.derived!;
+  const first = d.parents[0];
+  if (first?.table !== under.table || first.key !== under.key || first.link !== under.link) {
+    throw new ConfigError(
+      `rollup ${d.name}: its facts ${d.facts} are a derived fact summed under ${under.table}.${under.key} by ${under.link}; make parents[0] { table: '${under.table}', key: '${under.key}', link: '${under.link}' }`,
+    );
+  }
+  return true;
 }
 
 /** The migration that makes every rollup declared, in order, each filled from the rows already there. */
 export function rollupMigration(declarations: readonly RollupDeclaration[], reader: string): Migration {
   return {
     async up(db: Kysely<unknown>): Promise<void> {
-      for (const d of declarations) {
-        checkRollupDeclaration(d);
-        const catalog = await readRollupCatalog(db, d);
+      // Every declaration is checked before anything is made.
+      const derived = declarations.map((d) => sumsDerived(checkRollupDeclaration(d), declarations));
+      for (const [i, d] of declarations.entries()) {
+        const catalog = await readRollupCatalog(db, d, derived[i]);
         for (const statement of [...createStatements(d, catalog, reader), ...rangeRebuildStatements(d)]) {
           await run(db, statement);
         }
@@ -125,7 +151,7 @@ export function rollupMigration(declarations: readonly RollupDeclaration[], read
     },
     async down(db: Kysely<unknown>): Promise<void> {
       for (const d of [...declarations].reverse()) {
-        const catalog = await readRollupCatalog(db, d);
+        const catalog = await readRollupCatalog(db, d, sumsDerived(d, declarations));
         for (const statement of [...rangeRebuildDropStatements(d), ...dropStatements(d, catalog)]) {
           await run(db, statement);
         }

@@ -1,6 +1,7 @@
 /**
  * The SQL that keeps a declared rollup exact, written once for every rollup: its table, the triggers
- * on its facts and on each parent, its rebuild and its reader view. Only names reach this text, each
+ * on its facts and on each parent, and its reader view (its rebuilds are rebuilds.ts', its names and
+ * base rows base-rows.ts'). Only names reach this text, each
  * checked to be a lower-case SQL name (declaration.ts) and double-quoted; no value ever does. The
  * migration runs these statements as the admin.
  *
@@ -26,38 +27,46 @@
  *   goes, while it can still be read; the facts' own triggers then find no parent and change nothing.
  *   Further up, the migration refuses a cascading key: the parent would be gone before the sums left.
  * - A truncate of any table of the chain empties the rollup.
+ * - A parent touched apart (`touchApart`, a small table every writer reads) is touched in a table of
+ *   its own, `<rollup>_<parent>_touches`, by the facts' writers and by its own changes alike: a stale
+ *   writer of either meets the other's new row version there, and at SERIALIZABLE two writers of facts
+ *   under different rows of it do not conflict over the parent table that both read whole.
+ * - A derived fact (`derived`: a rollup whose rows other rollups sum under a parent of theirs) keeps no
+ *   empty row, so a count of its rows counts the keys that hold facts. Its writers lock the rows of that
+ *   parent they will move FOR NO KEY UPDATE, in key order, before anything else does: the rollups above
+ *   share-lock the parent and then touch it for a row added, and two writers each holding the share
+ *   lock the other's touch waits for would deadlock. The rollups above take their sums out before the
+ *   parent is deleted (its rows leave after it, with the facts below them). Its rebuild mends only the
+ *   rows that differ, which the rollups above follow.
  * The triggers run as the owner, so a writer needs no rights on the rollup. Writers of facts of one
  * rollup row queue on it (READ COMMITTED) or the later is refused (above).
  */
+import {
+  aggregateMeasure,
+  chainJoin,
+  chainOf,
+  factMeasure,
+  keyValue,
+  q,
+  readerColumns,
+  rollupColumns,
+  rollupNames,
+  sizeColumn,
+} from './base-rows.js';
 import type { RollupDeclaration, RollupKey, RollupMeasure } from './declaration.js';
+import { mendStatement, rebuildStatement } from './rebuilds.js';
 
-/** What only the catalog can tell, read by the migration before it writes. */
+/** What only the catalog (and the migration's other declarations) can tell, read before it writes. */
 export interface RollupCatalog {
   /** The SQL type of each key column, by key name (`char(3)`); a truncated key is timestamptz. */
   readonly keyTypes: ReadonlyMap<string, string>;
-  /** The facts' foreign key to their first parent deletes them with it. */
-  readonly cascadesFromFirstParent: boolean;
-}
-
-export const q = (name: string): string => `"${name}"`;
-
-/** Which row (a record, a trigger's old or new, or a join alias) stands for each table of the chain. */
-type Binding = ReadonlyMap<string, string>;
-
-function keyValue(key: RollupKey, at: Binding): string {
-  const column = `${at.get(key.from)!}.${q(key.column)}`;
-  return key.truncate === undefined ? column : `date_trunc('${key.truncate}', ${column}, 'UTC')`;
-}
-
-/** A measure of one fact, as the row `fact` holds it. */
-function factMeasure(measure: RollupMeasure, fact: string): string {
-  if ('count' in measure) return '1';
-  return measure.sum.map((column) => `${fact}.${q(column)}`).join(' * ');
-}
-
-/** A measure of many facts aliased `f`. */
-function aggregateMeasure(measure: RollupMeasure): string {
-  return 'count' in measure ? 'count(*)::bigint' : `sum(${factMeasure(measure, 'f')})`;
+  /** The SQL type of each parent's key column, by parent table. */
+  readonly parentKeyTypes: ReadonlyMap<string, string>;
+  /**
+   * The facts leave with their first parent: their foreign key deletes them with it, or they are a
+   * derived fact, whose rows its own triggers take out when the rows below them go with the parent.
+   */
+  readonly deletedWithFirstParent: boolean;
 }
 
 function measureType(measure: RollupMeasure): string {
@@ -71,79 +80,6 @@ function keyType(key: RollupKey, catalog: RollupCatalog): string {
 /** The column types of the rollup, keys then measures: its table's, and its add function's arguments. */
 function columnTypes(d: RollupDeclaration, catalog: RollupCatalog): string[] {
   return [...d.keys.map((k) => keyType(k, catalog)), ...d.measures.map(measureType)];
-}
-
-/** The facts' table, then each parent's, nearest first. */
-export const chainOf = (d: RollupDeclaration): string[] => [d.facts, ...d.parents.map((p) => p.table)];
-
-export function rollupNames(d: RollupDeclaration) {
-  const fn = (suffix: string): string => `${q(d.schema)}.${q(`${d.name}_${suffix}`)}`;
-  return {
-    table: `${q(d.schema)}.${q(d.name)}`,
-    view: `${q(d.readerSchema)}.${q(d.name)}`,
-    base: (table: string): string => `${q(d.schema)}.${q(table)}`,
-    add: fn('add'),
-    facts: fn('facts'),
-    touch: (table: string): string => fn(`touch_${table}`),
-    parent: (table: string): string => fn(`on_${table}`),
-    deleted: fn('deleted'),
-    truncate: fn('truncate'),
-    rebuild: fn('rebuild'),
-    rebuildRange: fn('rebuild_range'),
-  };
-}
-
-/** The non-empty rows, as the reader's view and the check read them. */
-export function rollupColumns(d: RollupDeclaration): string[] {
-  return [...d.keys.map((k) => k.name), ...d.measures.map((m) => m.name)];
-}
-
-/** The columns the reader is granted on the rollup's view: every key, and every measure a template reads. */
-export function readerColumns(d: RollupDeclaration): string[] {
-  return [...d.keys.map((k) => k.name), ...d.measures.filter((m) => !m.unread).map((m) => m.name)];
-}
-
-/** The column that tells an empty row: the first count. */
-export function sizeColumn(d: RollupDeclaration): string {
-  return d.measures.find((m) => 'count' in m)!.name;
-}
-
-/** `from <facts> f join <parent 1> p1 on … join <parent n> pn on …`, up to parent `upTo` (all by default). */
-function chainJoin(d: RollupDeclaration, upTo = d.parents.length): string {
-  const names = rollupNames(d);
-  let text = `from ${names.base(d.facts)} f`;
-  let previous = 'f';
-  for (const [i, parent] of d.parents.slice(0, upTo).entries()) {
-    const alias = `p${i + 1}`;
-    text += ` join ${names.base(parent.table)} ${alias} on ${alias}.${q(parent.key)} = ${previous}.${q(parent.link)}`;
-    previous = alias;
-  }
-  return text;
-}
-
-/** The alias of each table of the chain in the base rows' query: the facts `f`, the parents `p1`, `p2`. */
-const chainAliases = (d: RollupDeclaration): Binding =>
-  new Map<string, string>([['facts', 'f'], ...d.parents.map((p, i): [string, string] => [p.table, `p${i + 1}`])]);
-
-/**
- * The rollup's rows computed from the base rows: what the rebuild writes and the check compares; with
- * `within`, only those whose time key falls in [from, before) (two SQL expressions at the key's grain).
- */
-export function baseRowsQuery(d: RollupDeclaration, within?: { from: string; before: string }): string {
-  const at = chainAliases(d);
-  const keys = d.keys.map((k) => keyValue(k, at));
-  const measures = d.measures.map(aggregateMeasure);
-  const groups = d.keys.map((_, i) => i + 1).join(', ');
-  const key = timeKey(d);
-  const time = key === undefined ? undefined : `${at.get(key.from)!}.${q(key.column)}`;
-  const where = within && time ? ` where ${time} >= ${within.from} and ${time} < ${within.before}` : '';
-  return `select ${[...keys, ...measures].join(', ')} ${chainJoin(d)}${where} group by ${groups}`;
-}
-
-/** The one key cut to a UTC hour or day, which a range rebuild goes by; none where there is not exactly one. */
-export function timeKey(d: RollupDeclaration): RollupKey | undefined {
-  const cut = d.keys.filter((k) => k.truncate !== undefined);
-  return cut.length === 1 ? cut[0] : undefined;
 }
 
 /**
@@ -168,6 +104,23 @@ const records = (d: RollupDeclaration): string =>
 function addCall(d: RollupDeclaration, keys: string[], measures: string[]): string {
   return `${rollupNames(d).add}(${[...keys, ...measures].join(', ')})`;
 }
+
+/**
+ * A derived fact's writer locks the rows of the table it is summed under (orders) that it will move,
+ * FOR NO KEY UPDATE, in key order: `ids` is an SQL list of their keys. The rollups above then share-lock
+ * and touch them without waiting on each other's writers.
+ */
+function derivedLock(d: RollupDeclaration, ids: string): string {
+  const under = d.derived!;
+  const names = rollupNames(d);
+  return (
+    `perform 1 from ${names.base(under.table)} u where u.${q(under.key)} in (${ids})` +
+    ` order by u.${q(under.key)} for no key update;`
+  );
+}
+
+/** The facts column a derived fact's link key is taken from. */
+const derivedColumn = (d: RollupDeclaration): string => d.keys.find((k) => k.name === d.derived!.link)!.column;
 
 /** A fact's version `row` in (sign 1) or out (-1) of its rollup row. */
 function factMove(d: RollupDeclaration, row: 'old' | 'new', sign: 1 | -1): string {
@@ -251,18 +204,42 @@ export function createStatements(d: RollupDeclaration, catalog: RollupCatalog, r
   );
   const params = columns.map((_, i) => `$${i + 1}`).join(', ');
   const sums = d.measures.map((m) => `${q(m.name)} = t.${q(m.name)} + excluded.${q(m.name)}`).join(', ');
-  statements.push(
-    `create function ${names.add}(${types.join(', ')}) returns void language sql as $$
-       insert into ${names.table} as t (${columns.map(q).join(', ')}) values (${params})
-       on conflict (${keyColumns}) do update set ${sums};
-     $$`,
-  );
+  const upsert = `insert into ${names.table} as t (${columns.map(q).join(', ')}) values (${params})
+       on conflict (${keyColumns}) do update set ${sums}`;
+  if (d.derived === undefined) {
+    statements.push(`create function ${names.add}(${types.join(', ')}) returns void language sql as $$ ${upsert}; $$`);
+  } else {
+    // A derived fact keeps no empty row: a row of it is a fact of the rollups above.
+    const sameKeys = d.keys.map((k, i) => `${q(k.name)} = $${i + 1}`).join(' and ');
+    statements.push(
+      `create function ${names.add}(${types.join(', ')}) returns void language plpgsql as $$
+       declare n bigint;
+       begin
+         ${upsert} returning t.${q(sizeColumn(d))} into n;
+         if n = 0 then delete from ${names.table} where ${sameKeys}; end if;
+       end $$`,
+    );
+  }
+  for (const parent of d.parents.filter((p) => p.touchApart)) {
+    statements.push(
+      `create table ${names.touches(parent.table)} (${q(parent.key)} ${catalog.parentKeyTypes.get(parent.table)!} primary key)`,
+    );
+  }
   statements.push(
     plpgsql(
       names.facts,
       'trigger',
       records(d),
       [
+        ...(d.derived === undefined
+          ? []
+          : [
+              derivedLock(
+                d,
+                `case when tg_op <> 'INSERT' then old.${q(derivedColumn(d))} end, ` +
+                  `case when tg_op <> 'DELETE' then new.${q(derivedColumn(d))} end`,
+              ),
+            ]),
         `if tg_op in ('UPDATE', 'DELETE') then`,
         factMove(d, 'old', -1),
         `end if;`,
@@ -281,9 +258,11 @@ export function createStatements(d: RollupDeclaration, catalog: RollupCatalog, r
         names.touch(chain[i]!),
         'trigger',
         '',
-        // A parent this transaction wrote already has a version as new as a touch would make.
-        `update ${names.base(parent.table)} set ${q(parent.key)} = ${q(parent.key)}\n` +
-          ` where ${q(parent.key)} = new.${q(parent.link)} and xmin <> pg_current_xact_id()::xid;\nreturn null;`,
+        parent.touchApart
+          ? `${touchApart(d, parent, `new.${q(parent.link)}`)}\nreturn null;`
+          : // A parent this transaction wrote already has a version as new as a touch would make.
+            `update ${names.base(parent.table)} set ${q(parent.key)} = ${q(parent.key)}\n` +
+              ` where ${q(parent.key)} = new.${q(parent.link)} and xmin <> pg_current_xact_id()::xid;\nreturn null;`,
       ),
     );
   }
@@ -300,6 +279,26 @@ export function createStatements(d: RollupDeclaration, catalog: RollupCatalog, r
             `order by b.${q(d.parents[i - 1]!.key)} for share;`,
             `end if;`,
           ].join('\n');
+    // A parent touched apart touches its own row, as a fact's writer does, so that one of them on an
+    // older snapshot is refused; a derived fact's parent then locks what its facts will move, in order.
+    const touched = parent.touchApart
+      ? [
+          touchApart(d, parent, `old.${q(parent.key)}`),
+          `if new.${q(parent.key)} is distinct from old.${q(parent.key)} then`,
+          touchApart(d, parent, `new.${q(parent.key)}`),
+          `end if;`,
+        ]
+      : [];
+    const below = i === 0 ? 'f' : `p${i}`;
+    const locked =
+      d.derived === undefined
+        ? []
+        : [
+            derivedLock(
+              d,
+              `select f.${q(derivedColumn(d))} ${chainJoin(d, i)} where ${below}.${q(parent.link)} in (old.${q(parent.key)}, new.${q(parent.key)})`,
+            ),
+          ];
     statements.push(
       plpgsql(
         names.parent(parent.table),
@@ -307,6 +306,8 @@ export function createStatements(d: RollupDeclaration, catalog: RollupCatalog, r
         records(d),
         [
           `if ${unchanged} then return null; end if;`,
+          ...touched,
+          ...locked,
           lockBelow,
           parentMove(d, i, 'old', -1),
           parentMove(d, i, 'new', 1),
@@ -315,18 +316,11 @@ export function createStatements(d: RollupDeclaration, catalog: RollupCatalog, r
       ),
     );
   }
-  if (catalog.cascadesFromFirstParent) {
+  if (catalog.deletedWithFirstParent) {
     statements.push(plpgsql(names.deleted, 'trigger', records(d), `${parentMove(d, 0, 'old', -1)}\nreturn old;`));
   }
   statements.push(plpgsql(names.truncate, 'trigger', '', `truncate ${names.table};\nreturn null;`));
-  // In key order, so that a range of one region's days lies on few pages.
-  statements.push(
-    `create function ${names.rebuild}() returns void language sql as $$
-       delete from ${names.table};
-       insert into ${names.table} (${columns.map(q).join(', ')})
-       ${baseRowsQuery(d)} order by ${d.keys.map((_, i) => i + 1).join(', ')};
-     $$`,
-  );
+  statements.push(d.derived === undefined ? rebuildStatement(d) : mendStatement(d));
   for (const fn of ownerFunctions(d, catalog)) {
     statements.push(`alter function ${fn}() security definer set search_path = pg_catalog, ${q(d.schema)}`);
     statements.push(`revoke execute on function ${fn}() from public`);
@@ -334,11 +328,19 @@ export function createStatements(d: RollupDeclaration, catalog: RollupCatalog, r
   statements.push(`revoke execute on function ${names.add}(${types.join(', ')}) from public`);
   for (const t of triggers(d, catalog)) statements.push(t.statement);
   statements.push(`select ${names.rebuild}()`);
+  if (d.derived !== undefined) return statements; // read by the rollups above, never by the reader
   const list = columns.map(q).join(', ');
   statements.push(`create view ${names.view} as select ${list} from ${names.table} where ${q(sizeColumn(d))} > 0`);
   statements.push(`revoke all on ${names.view} from public`);
   statements.push(...grantStatements(d, reader));
   return statements;
+}
+
+/** A parent's row of its touches, made or given a new version: `key` is an SQL expression. */
+function touchApart(d: RollupDeclaration, parent: RollupDeclaration['parents'][number], key: string): string {
+  const touches = rollupNames(d).touches(parent.table);
+  const k = q(parent.key);
+  return `insert into ${touches} (${k}) values (${key}) on conflict (${k}) do update set ${k} = excluded.${k};`;
 }
 
 /** The reader's grant on the rollup's view, from nothing: only the columns it is to read. */
@@ -358,7 +360,7 @@ function ownerFunctions(d: RollupDeclaration, catalog: RollupCatalog): string[] 
     names.facts,
     ...d.parents.map((_, i) => names.touch(chain[i]!)),
     ...d.parents.map((p) => names.parent(p.table)),
-    ...(catalog.cascadesFromFirstParent ? [names.deleted] : []),
+    ...(catalog.deletedWithFirstParent ? [names.deleted] : []),
     names.truncate,
     names.rebuild,
   ];
@@ -429,7 +431,7 @@ function triggers(d: RollupDeclaration, catalog: RollupCatalog): TriggerSpec[] {
       .join(', ');
     on(parent.table, `${parent.table}_${d.name}_moves`, `after update of ${watched}`, names.parent(parent.table));
   }
-  if (catalog.cascadesFromFirstParent) {
+  if (catalog.deletedWithFirstParent) {
     on(d.parents[0]!.table, `${d.parents[0]!.table}_${d.name}_delete`, 'before delete', names.deleted);
   }
   for (const table of chain) {
@@ -446,10 +448,11 @@ function triggers(d: RollupDeclaration, catalog: RollupCatalog): TriggerSpec[] {
 export function dropStatements(d: RollupDeclaration, catalog: RollupCatalog): string[] {
   const names = rollupNames(d);
   return [
-    `drop view ${names.view}`,
+    ...(d.derived === undefined ? [`drop view ${names.view}`] : []),
     ...triggers(d, catalog).map((t) => `drop trigger ${q(t.name)} on ${names.base(t.table)}`),
     ...ownerFunctions(d, catalog).map((fn) => `drop function ${fn}()`),
     `drop function ${names.add}(${columnTypes(d, catalog).join(', ')})`,
     `drop table ${names.table}`,
+    ...d.parents.filter((p) => p.touchApart).map((p) => `drop table ${names.touches(p.table)}`),
   ];
 }
