@@ -15,7 +15,7 @@
 import { salesMetrics } from '../pack/metrics.js';
 import { PERSONAL_COLUMNS } from '../pack/schema.js';
 import { connectReader, createCompiler } from '../src/db/connect.js';
-import { createLogger } from '../src/logger.js';
+import { createLogger } from '../src/lib/logger.js';
 import { metricsTemplate } from '../src/metrics/tool.js';
 import { builderContext, type AnyTemplate } from '../src/registry/types.js';
 import { timingArguments, withSeededReader } from './seeded-reader.js';

@@ -22,7 +22,7 @@ import { seedDatabase } from '../pack/seed.js';
 import { DEFAULT_READER_ROLE } from '../src/config.js';
 import { startEmbedded } from '../src/db/embedded.js';
 import { todayUtc, yesterdayUtc } from '../src/lib/date-range.js';
-import { createLogger } from '../src/logger.js';
+import { createLogger } from '../src/lib/logger.js';
 import { writeSection } from './measure.js';
 import {
   addEuroOrders,

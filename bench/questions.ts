@@ -26,7 +26,7 @@ import { DEFAULT_READER_ROLE } from '../src/config.js';
 import { startEmbedded } from '../src/db/embedded.js';
 import { isoWeekStart, monthEnd, monthStart, quarterStart, shiftDays, shiftMonths } from '../src/lib/calendar.js';
 import { MAX_RANGE_DAYS, todayUtc, yesterdayUtc } from '../src/lib/date-range.js';
-import { createLogger } from '../src/logger.js';
+import { createLogger } from '../src/lib/logger.js';
 import {
   ask,
   bytes,

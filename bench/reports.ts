@@ -18,7 +18,7 @@ import { seedDatabase } from '../pack/seed.js';
 import { DEFAULT_READER_ROLE } from '../src/config.js';
 import { startEmbedded, type EmbeddedDatabase } from '../src/db/embedded.js';
 import { yesterdayUtc } from '../src/lib/date-range.js';
-import { createLogger } from '../src/logger.js';
+import { createLogger } from '../src/lib/logger.js';
 import { connectCli } from './measure.js';
 
 const { values } = parseArgs({

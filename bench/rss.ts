@@ -16,7 +16,7 @@ import { DEFAULT_READER_ROLE } from '../src/config.js';
 import { startEmbedded } from '../src/db/embedded.js';
 import { salesPack } from '../pack/index.js';
 import { seedDatabase } from '../pack/seed.js';
-import { createLogger } from '../src/logger.js';
+import { createLogger } from '../src/lib/logger.js';
 import { CLI, cpuMs, memoryMb } from './measure.js';
 
 const UNTIL = '2026-06-30';

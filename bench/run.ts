@@ -24,7 +24,7 @@ import { startEmbedded } from '../src/db/embedded.js';
 import { salesPack } from '../pack/index.js';
 import { seedDatabase } from '../pack/seed.js';
 import { MAX_ROWS } from '../src/lib/arguments.js';
-import { createLogger } from '../src/logger.js';
+import { createLogger } from '../src/lib/logger.js';
 import { CLI, cpuMs, httpCaller, memoryMb, runFor, startServer, writeSection } from './measure.js';
 
 /** How `npm start` and the Docker image launch the HTTP server (see docs/benchmarks.md, Memory). */

@@ -15,7 +15,7 @@ import { salesPack } from '../pack/index.js';
 import { seedDatabase } from '../pack/seed.js';
 import { DEFAULT_READER_ROLE } from '../src/config.js';
 import { startEmbedded } from '../src/db/embedded.js';
-import { createLogger } from '../src/logger.js';
+import { createLogger } from '../src/lib/logger.js';
 import { httpCaller, runFor, startServer, writeSection } from './measure.js';
 
 const UNTIL = '2026-06-30';

@@ -13,7 +13,7 @@ import { seedDatabase } from '../pack/seed.js';
 import { DEFAULT_READER_ROLE } from '../src/config.js';
 import { startEmbedded } from '../src/db/embedded.js';
 import { yesterdayUtc } from '../src/lib/date-range.js';
-import { createLogger } from '../src/logger.js';
+import { createLogger } from '../src/lib/logger.js';
 
 /** Runs `use` with the pool and the seed's last day, then stops the cluster and removes its folder. */
 export async function withSeededReader(

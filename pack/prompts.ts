@@ -5,11 +5,11 @@
  */
 import type { PromptMessage } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { CompletionSource } from '../src/content-declarations.js';
+import type { CompletionSource } from '../src/content/declarations.js';
 import { oneOf } from '../src/lib/arguments.js';
 import { PERIODS, resolvePeriod } from '../src/lib/periods.js';
 import { resolveWeek, weekArgument } from '../src/lib/weeks.js';
-import { definePrompt } from '../src/prompts.js';
+import { definePrompt } from '../src/content/prompts.js';
 import { METRIC_NAMES, type MetricName } from './docs.js';
 
 const user = (text: string): PromptMessage => ({ role: 'user', content: { type: 'text', text } });

@@ -7,9 +7,9 @@
 import type pg from 'pg';
 import { rollupNames } from '../src/db/rollups/index.js';
 import { copyInto, demoInstants, loadDemoData, pick, prng, weightedIndex } from '../src/db/demo-data.js';
-import { ConfigError } from '../src/errors.js';
+import { ConfigError } from '../src/lib/errors.js';
 import { parseDay } from '../src/lib/date-range.js';
-import type { Logger } from '../src/logger.js';
+import type { Logger } from '../src/lib/logger.js';
 import { REGION_ROLLUPS, SALES_ROLLUPS } from './rollups.js';
 
 export interface SeedOptions {

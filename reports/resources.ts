@@ -1,6 +1,6 @@
 /** The sales pack's resource templates: its reports, as a client reads documents. */
-import type { ResourceTemplate } from '../src/content-declarations.js';
-import { InfraError } from '../src/errors.js';
+import type { ResourceTemplate } from '../src/content/declarations.js';
+import { InfraError } from '../src/lib/errors.js';
 import { resolveWeek } from '../src/lib/weeks.js';
 import type { WeeklySalesReport } from './weekly-shape.js';
 import { weeklyMarkdown } from './weekly-markdown.js';

@@ -13,7 +13,7 @@
  */
 import { z } from 'zod';
 import { querySales } from '../queries/query-sales.js';
-import { ArgumentError } from '../src/errors.js';
+import { ArgumentError } from '../src/lib/errors.js';
 import { MAX_ROWS } from '../src/lib/arguments.js';
 import { changeOf } from '../src/lib/comparison.js';
 import { isoInZone } from '../src/lib/local-day.js';

@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 /** The `querygate` command: serve (stdio or HTTP), report, doctor, migrate, check-rollups, seed. */
-import './young-generation.js'; // first: before the modules' allocations grow the young generation
-import './node-compat.js'; // before pg is loaded
+import './boot/young-generation.js'; // first: before the modules' allocations grow the young generation
+import './boot/node-compat.js'; // before pg is loaded
 import { createServer as createNetServer } from 'node:net';
 import { parseArgs } from 'node:util';
 import { startApp, STOP_GRACE_MS, type App } from './app/index.js';
-import { stdioCallerId } from './caller-ids.js';
+import { stdioCallerId } from './lib/caller-ids.js';
 import { loadConfig, type Config } from './config.js';
 import { defaultDataDir } from './db/embedded.js';
 import { checkRollups, migrate, seed } from './commands/database-commands.js';
@@ -14,10 +14,10 @@ import { reportCommand } from './commands/report-command.js';
 import { scaffoldMetric } from './scaffold/metric.js';
 import { scaffoldPack } from './scaffold/pack.js';
 import { scaffoldQuery } from './scaffold/query.js';
-import { ConfigError } from './errors.js';
+import { ConfigError } from './lib/errors.js';
 import { yesterdayUtc } from './lib/date-range.js';
-import { createTokenBuckets } from './limits.js';
-import { createLogger, type Logger } from './logger.js';
+import { createTokenBuckets } from './lib/limits.js';
+import { createLogger, type Logger } from './lib/logger.js';
 import type { ConfigFile } from './config-file/index.js';
 import type { Pack } from './pack.js';
 import { packsToServe } from './packs.js';

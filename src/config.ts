@@ -1,7 +1,7 @@
-import { CALLER_NAME } from './caller-ids.js';
+import { CALLER_NAME } from './lib/caller-ids.js';
 import { withCredentials } from './db/connect.js';
-import { ConfigError } from './errors.js';
-import type { LogLevel } from './logger.js';
+import { ConfigError } from './lib/errors.js';
+import type { LogLevel } from './lib/logger.js';
 
 /** Everything the server reads from its environment, parsed once at start-up. */
 export interface Config {

@@ -6,10 +6,10 @@
  */
 import type { Migration } from 'kysely';
 import type pg from 'pg';
-import type { ResourceTemplate } from './content-declarations.js';
+import type { ResourceTemplate } from './content/declarations.js';
 import { checkRollupDeclaration, type RollupDeclaration } from './db/rollups/declaration.js';
-import type { Logger } from './logger.js';
-import type { AnyPrompt } from './prompts.js';
+import type { Logger } from './lib/logger.js';
+import type { AnyPrompt } from './content/prompts.js';
 import type { PersonalKind } from './lib/masking.js';
 import type {
   AnyTemplate,

@@ -6,7 +6,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Config } from './config.js';
 import { readConfigFile, type ConfigFile } from './config-file/index.js';
-import { ConfigError } from './errors.js';
+import { ConfigError } from './lib/errors.js';
 import type { Pack } from './pack.js';
 
 /** Packs that ship with querygate, by name: where their module lies from this file. */

@@ -8,11 +8,11 @@
  */
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import type { Caller } from './caller.js';
+import type { Caller } from './lib/caller.js';
 import { followingTools } from './protocol/content-context.js';
 import { createDispatcher, type DispatchDeps, type Session } from './protocol/dispatcher.js';
 import { cancelledRequestId, isCancellation, requestIdOf, type RequestId } from './protocol/json-rpc.js';
-import { watchVisibleTools } from './live-registry.js';
+import { watchVisibleTools } from './registry/live.js';
 
 export { VERSION, describeServer } from './protocol/identity.js';
 export { LEGACY_VERSIONS as PROTOCOL_VERSIONS, SUPPORTED_VERSIONS } from './protocol/revisions.js';

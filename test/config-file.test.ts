@@ -11,7 +11,7 @@ import {
   type ConfigFile,
 } from '../src/config-file/index.js';
 import { loadStaticTokens } from '../src/auth/index.js';
-import { ConfigError } from '../src/errors.js';
+import { ConfigError } from '../src/lib/errors.js';
 
 const OPTIONS = { statementTimeoutMs: 5000 };
 const AVAILABLE: AvailablePack[] = [

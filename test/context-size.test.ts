@@ -14,7 +14,7 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { salesPack } from '../pack/index.js';
-import { contentOf } from '../src/content.js';
+import { contentOf } from '../src/content/index.js';
 import { PERIODS } from '../src/lib/periods.js';
 import { SHARED_ANSWER_FIELDS } from '../src/registry/outputs.js';
 import { startHarness, type Harness } from './support/harness.js';

@@ -10,7 +10,7 @@ import { sql, type SelectQueryBuilder } from 'kysely';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { explainPacks, type PlanCost } from '../src/db/doctor/index.js';
-import { ConfigError } from '../src/errors.js';
+import { ConfigError } from '../src/lib/errors.js';
 import { widestArguments } from '../src/lib/widest-arguments.js';
 import type { Pack } from '../src/pack.js';
 import {

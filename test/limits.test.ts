@@ -8,7 +8,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
-import { createCallLimits, createTokenBuckets, type Admission } from '../src/limits.js';
+import { createCallLimits, createTokenBuckets, type Admission } from '../src/lib/limits.js';
 import { startCli, type RunningCli } from './support/cli.js';
 import { startHarness, textOf } from './support/harness.js';
 import { createScratchDatabase, eventually, type ScratchDatabase } from './support/scratch.js';

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { salesPack } from '../pack/index.js';
 import { loadConfig } from '../src/config.js';
 import { startEmbedded } from '../src/db/embedded.js';
-import { silentLogger } from '../src/logger.js';
+import { silentLogger } from '../src/lib/logger.js';
 import { CLI } from './support/cli.js';
 import { claimTestPort, testPortRange } from './support/ports.js';
 

@@ -14,7 +14,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_READER_ROLE } from '../src/config.js';
 import { freePort, startEmbedded, type EmbeddedDatabase } from '../src/db/embedded.js';
-import { silentLogger } from '../src/logger.js';
+import { silentLogger } from '../src/lib/logger.js';
 import { CLI, startCli, type RunningCli } from './support/cli.js';
 import { figures, startHarness, textOf } from './support/harness.js';
 import { createScratchDatabase, eventually, type ScratchDatabase } from './support/scratch.js';

@@ -13,7 +13,7 @@ import prettier from 'prettier';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { withCredentials } from '../src/db/connect.js';
 import { prepareDatabase } from '../src/db/prepare.js';
-import { createLogger } from '../src/logger.js';
+import { createLogger } from '../src/lib/logger.js';
 import type { Pack } from '../src/pack.js';
 import { scaffoldPack } from '../src/scaffold/pack.js';
 import { CLI } from './support/cli.js';

@@ -29,7 +29,7 @@ function fillIn(source: string): string {
     .replaceAll('query_widget_count', 'query_status_count')
     .replaceAll('queryWidgetCount', 'queryStatusCount')
     .replace(
-      "import { ConfigError } from '../src/errors.js';\n",
+      "import { ConfigError } from '../src/lib/errors.js';\n",
       "import { startOfDay } from '../src/db/range-sql.js';\n",
     )
     .replace(

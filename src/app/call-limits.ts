@@ -1,8 +1,8 @@
 import type { Config } from '../config.js';
 import { createSharedRates } from '../jobs/rates.js';
 import type { JobStore } from '../jobs/store.js';
-import { createCallLimits, createTokenBuckets, type CallLimits } from '../limits.js';
-import type { Logger } from '../logger.js';
+import { createCallLimits, createTokenBuckets, type CallLimits } from '../lib/limits.js';
+import type { Logger } from '../lib/logger.js';
 
 /**
  * Admission: the call rate, the concurrency per caller, the queue. The job store also keeps the call

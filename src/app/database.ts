@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import { yesterdayUtc } from '../lib/date-range.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../lib/logger.js';
 import type { Pack } from '../pack.js';
 
 export interface OpenDatabase {

@@ -1,6 +1,6 @@
 import type { JobService } from '../jobs/service.js';
-import type { CallLimits } from '../limits.js';
-import type { Logger } from '../logger.js';
+import type { CallLimits } from '../lib/limits.js';
+import type { Logger } from '../lib/logger.js';
 
 /** After the shutdown timeout: how long cancelled calls get to end, and the pool to close. */
 export const STOP_GRACE_MS = 1000;

@@ -5,17 +5,17 @@
  * startApp is their list, in the order they start.
  */
 import { createHmac, randomBytes } from 'node:crypto';
-import { createAuditLog } from '../audit.js';
+import { createAuditLog } from '../observability/audit.js';
 import type { Grants } from '../auth/index.js';
 import type { Config } from '../config.js';
 import type { ConfigFile, OAuthSettings } from '../config-file/index.js';
-import { contentOf } from '../content.js';
+import { contentOf } from '../content/index.js';
 import { connectReader, redactUrl } from '../db/connect.js';
 import { readerScopeOf } from '../db/doctor/index.js';
-import { createSubscriptionLimits } from '../limits.js';
+import { createSubscriptionLimits } from '../lib/limits.js';
 import { createTokenizer } from '../lib/masking.js';
-import type { Logger } from '../logger.js';
-import { countedAudit, createMetrics, type Metrics } from '../prometheus.js';
+import type { Logger } from '../lib/logger.js';
+import { countedAudit, createMetrics, type Metrics } from '../observability/prometheus.js';
 import type { Pack } from '../pack.js';
 import { openJobStore } from '../jobs/store.js';
 import { describeServer, type ServerDeps } from '../server.js';

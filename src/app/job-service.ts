@@ -1,7 +1,7 @@
 import type { Config } from '../config.js';
 import { startJobService, type JobService } from '../jobs/service.js';
 import type { JobStore } from '../jobs/store.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../lib/logger.js';
 import { runThrough } from '../registry/jobs.js';
 import type { ServerDeps } from '../server.js';
 

@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import { createReadinessProbe } from '../db/readiness.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../lib/logger.js';
 
 /** The longest a readiness probe takes, connecting included: Kubernetes' default probe timeout is 1 s. */
 export const PROBE_TIMEOUT_MS = 1000;

@@ -7,8 +7,8 @@ import {
   type ReaderScope,
   type SafetyCheck,
 } from '../db/doctor/index.js';
-import { ConfigError, classifyDatabaseError } from '../errors.js';
-import type { Logger } from '../logger.js';
+import { ConfigError, classifyDatabaseError } from '../lib/errors.js';
+import type { Logger } from '../lib/logger.js';
 import { compareZoneRules } from './zone-rules-report.js';
 
 const MAX_BACKOFF_MS = 30_000;

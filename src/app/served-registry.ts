@@ -1,13 +1,13 @@
 import type { Config } from '../config.js';
 import type { ConfigFile } from '../config-file/index.js';
-import { openLiveConfig, type LiveConfig } from '../live-config.js';
-import type { Logger } from '../logger.js';
+import { openLiveConfig, type LiveConfig } from './live-config.js';
+import type { Logger } from '../lib/logger.js';
 import type { Pack } from '../pack.js';
 import { VERSION } from '../protocol/identity.js';
 import { hiddenByDataScope } from '../registry/access.js';
 import type { Registry } from '../registry/interface.js';
 import { protectedButListed } from '../registry/protected-lists.js';
-import type { Tracing } from '../tracing.js';
+import type { Tracing } from '../observability/tracing.js';
 
 /** The registry served: the configuration file's, live (reloaded on change), traced when tracing is on. */
 export interface ServedRegistry {
@@ -39,7 +39,9 @@ export async function servedRegistryOf(
   // Off by default; with QUERYGATE_TRACING=otlp, each call and each statement it runs is a span.
   // The OpenTelemetry SDK is loaded only then: a server without tracing does not hold its ~10 MB.
   const tracing =
-    config.tracing === 'otlp' ? (await import('../tracing.js')).createTracing(process.env, logger, VERSION) : undefined;
+    config.tracing === 'otlp'
+      ? (await import('../observability/tracing.js')).createTracing(process.env, logger, VERSION)
+      : undefined;
   const registry = tracing ? tracing.registry(live.registry) : live.registry;
   // Said once: a scoped caller is shown fewer tools, and nothing else would tell the operator which.
   for (const [dimension, tools] of hiddenByDataScope(live.registry)) {

@@ -1,6 +1,6 @@
 import { zoneRulesAgreement, type ZoneRulesAgreement } from '../db/zone-rules.js';
 import type { ReaderDatabase } from '../db/connect.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../lib/logger.js';
 
 /** YYYY-MM-DD of the day a year before an instant: the zone rules are compared from there for two years. */
 function aYearAgo(now: Date): string {

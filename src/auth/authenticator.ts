@@ -4,7 +4,7 @@
  * status it gets: 401 to authenticate again, 403 when a valid token is not enough, 503 when the
  * authorization server could not be asked.
  */
-import type { Caller } from '../caller.js';
+import type { Caller } from '../lib/caller.js';
 
 export type AuthFailureReason =
   | 'missing_token'

@@ -2,7 +2,7 @@
  * What a caller may do, from the configuration in force: tools granted by toolsets, toolsets granted
  * by scopes. Looked up on every request, so that a reloaded configuration applies at once.
  */
-import type { Caller } from '../caller.js';
+import type { Caller } from '../lib/caller.js';
 
 /** The named toolsets in force (from the configuration file, which may be reloaded). */
 export type Toolsets = () => ReadonlyMap<string, ReadonlySet<string>>;

@@ -13,7 +13,7 @@ import {
   type JWTVerifyResult,
 } from 'jose';
 import type { AuthorizationServerSettings } from '../config-file/index.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../lib/logger.js';
 
 export interface IssuerOptions {
   readonly refetchMs: number;

@@ -8,8 +8,8 @@
 import { createHmac } from 'node:crypto';
 import { decodeJwt, decodeProtectedHeader, errors, type JWTPayload } from 'jose';
 import type { AuthorizationServerSettings, OAuthSettings } from '../config-file/index.js';
-import { ConfigError } from '../errors.js';
-import type { Logger } from '../logger.js';
+import { ConfigError } from '../lib/errors.js';
+import type { Logger } from '../lib/logger.js';
 import { claimValues, failure, type AuthResult } from './authenticator.js';
 import { callerWithScopes, grantsAnything, type Grants } from './grants.js';
 import { createIssuer, IssuerUnavailable, readJson, type Issuer } from './issuers.js';

@@ -5,10 +5,10 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
-import { CALLER_NAME, RESERVED_CALLER_IDS } from '../caller-ids.js';
-import { ConfigError } from '../errors.js';
-import type { Logger } from '../logger.js';
-import type { Caller } from '../caller.js';
+import { CALLER_NAME, RESERVED_CALLER_IDS } from '../lib/caller-ids.js';
+import { ConfigError } from '../lib/errors.js';
+import type { Logger } from '../lib/logger.js';
+import type { Caller } from '../lib/caller.js';
 import { claimValues, failure, type AuthResult } from './authenticator.js';
 import { callerWithScopes, NO_TOOLS, type Grants } from './grants.js';
 

@@ -4,8 +4,8 @@ import { REMAKE_FIX } from '../db/doctor/declared-sources.js';
 import { rollupDrift, rollupNames } from '../db/rollups/index.js';
 import { embeddedOptionsOf, startEmbedded } from '../db/embedded.js';
 import { prepareDatabase, type PrepareOptions } from '../db/prepare.js';
-import { ConfigError } from '../errors.js';
-import type { Logger } from '../logger.js';
+import { ConfigError } from '../lib/errors.js';
+import type { Logger } from '../lib/logger.js';
 import type { Pack } from '../pack.js';
 
 /** Runs an admin task against ADMIN_DATABASE_URL, or against the embedded database when it is unset. */

@@ -13,7 +13,7 @@ import {
   templatesCheck,
 } from '../db/doctor/index.js';
 import { todayUtc } from '../lib/date-range.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../lib/logger.js';
 import type { Pack } from '../pack.js';
 
 /** `querygate doctor`: every check of the served packs and their roles, printed; exit code 1 when one fails. */

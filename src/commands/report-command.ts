@@ -15,13 +15,13 @@ import { basename, dirname, join } from 'node:path';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { startApp } from '../app/index.js';
-import type { AuditLog } from '../audit.js';
-import { CLI_CALLER_ID } from '../caller-ids.js';
+import type { AuditLog } from '../observability/audit.js';
+import { CLI_CALLER_ID } from '../lib/caller-ids.js';
 import { loadConfig } from '../config.js';
-import { ConfigError } from '../errors.js';
+import { ConfigError } from '../lib/errors.js';
 import { quote } from '../lib/date-range.js';
 import { weekArgument } from '../lib/weeks.js';
-import { createLogger, silentLogger } from '../logger.js';
+import { createLogger, silentLogger } from '../lib/logger.js';
 import { packsToServe } from '../packs.js';
 import type { AnyReport } from '../reports.js';
 

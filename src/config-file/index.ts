@@ -9,7 +9,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { isTimeZone } from '../config.js';
-import { ConfigError } from '../errors.js';
+import { ConfigError } from '../lib/errors.js';
 import { MAX_ROWS } from '../lib/arguments.js';
 import type { TemplateLimits } from '../registry/types.js';
 import { oauthSchema, oauthSettingsOf, type OAuthSettings } from './oauth.js';

@@ -11,9 +11,9 @@ import {
 import { createHash } from 'node:crypto';
 import { connect as connectSocket } from 'node:net';
 import pg from 'pg';
-import { InfraError } from '../errors.js';
+import { InfraError } from '../lib/errors.js';
 import { memoize } from '../lib/memo.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../lib/logger.js';
 import { isBehindPooler } from './pooler.js';
 import { readFreshness, type ReplicaFreshness } from './replica-lag.js';
 

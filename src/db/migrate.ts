@@ -1,7 +1,7 @@
 /** Applies a pack's migrations with Kysely's Migrator, through the admin role, each pack in its own history table. */
 import { Migrator } from 'kysely';
-import { ConfigError } from '../errors.js';
-import type { Logger } from '../logger.js';
+import { ConfigError } from '../lib/errors.js';
+import type { Logger } from '../lib/logger.js';
 import type { Pack } from '../pack.js';
 import { adminKysely } from './connect.js';
 

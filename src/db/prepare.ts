@@ -3,7 +3,7 @@
  * migrated, demo data where a pack is empty.
  */
 import { DEFAULT_JOBS_ROLE } from '../config.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../lib/logger.js';
 import type { Pack } from '../pack.js';
 import { adminKysely, connectAdmin } from './connect.js';
 import { migrateToLatest } from './migrate.js';

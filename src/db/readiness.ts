@@ -4,7 +4,7 @@
  * that a stalled database makes /readyz answer "not ready" instead of hanging the prober.
  */
 import pg from 'pg';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../lib/logger.js';
 import { readFreshness } from './replica-lag.js';
 
 export interface ReadinessProbe {

@@ -7,8 +7,8 @@
  * bucket, so a database hiccup lets each replica its full rate rather than stopping every call.
  */
 import { sql } from 'kysely';
-import type { RateLimiter, TokenBucket } from '../limits.js';
-import type { Logger } from '../logger.js';
+import type { RateLimiter, TokenBucket } from '../lib/limits.js';
+import type { Logger } from '../lib/logger.js';
 import type { JobStore } from './store.js';
 
 /** Rows whose time has passed by this much hold a full bucket, the same as no row: they are deleted. */

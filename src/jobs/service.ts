@@ -10,8 +10,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import pg from 'pg';
 import { findPooler } from '../db/pooler.js';
-import type { Logger } from '../logger.js';
-import type { Caller } from '../caller.js';
+import type { Logger } from '../lib/logger.js';
+import type { Caller } from '../lib/caller.js';
 import {
   CANCEL_CHANNEL,
   claimStale,

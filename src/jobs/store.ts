@@ -8,7 +8,7 @@ import { Kysely, PostgresDialect, sql, type ColumnType, type Generated, type Sel
 import pg from 'pg';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { sameScope, scopeOf, type DataScope } from '../lib/data-scope.js';
-import type { Caller } from '../caller.js';
+import type { Caller } from '../lib/caller.js';
 
 export const JOB_STATES = ['pending', 'running', 'completed', 'failed', 'cancelled'] as const;
 export type JobState = (typeof JOB_STATES)[number];

@@ -6,7 +6,7 @@
  * reaches is checked too.
  */
 import { z } from 'zod';
-import { ConfigError } from '../errors.js';
+import { ConfigError } from './errors.js';
 
 /** More combinations than this is a schema to split, not one to compile at every start-up. */
 export const MAX_COMBINATIONS = 10_000;

@@ -4,7 +4,7 @@
  * The registry serves a scoped caller only the templates that apply every dimension it is scoped on,
  * hands them its values to bind, and checks what they bound; these are the rules it checks with.
  */
-import type { ArgumentIssue } from '../errors.js';
+import type { ArgumentIssue } from './errors.js';
 
 /** Values by dimension: the caller sees only rows whose dimension value is one of these. */
 export type DataScope = Readonly<Record<string, readonly string[]>>;

@@ -6,7 +6,7 @@
  * answer for any range, or reach resolveRange without its days.
  */
 import type { z } from 'zod';
-import { ConfigError } from '../errors.js';
+import { ConfigError } from './errors.js';
 import { dateRangeFields, MAX_RANGE_DAYS } from './date-range.js';
 
 /** The fields of the engine's range, as dateRangeFields names them. */

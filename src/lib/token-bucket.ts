@@ -1,6 +1,6 @@
 /**
  * Token buckets kept per key and refilled continuously, up to a size that is also the rate per
- * minute (so a burst of that many passes). The rate of tool calls per caller (src/limits.ts) and of
+ * minute (so a burst of that many passes). The rate of tool calls per caller (src/lib/limits.ts) and of
  * failed sign-ins per address (src/auth/throttle.ts) are both counted in one.
  */
 

@@ -4,7 +4,7 @@
  * day it is in the reporting time zone, like periods, and never to a week that has not started.
  */
 import { z } from 'zod';
-import { ArgumentError } from '../errors.js';
+import { ArgumentError } from './errors.js';
 import { isoWeekNumber, isoWeekStart, shiftDays } from './calendar.js';
 import { parseDay, quote } from './date-range.js';
 import { resolvePeriod } from './periods.js';

@@ -19,7 +19,7 @@ export function guideOf(model: MetricsModel): string {
 
 /**
  * One Markdown page per metric, by name: its meaning, the dimensions and filters it goes by, and the
- * example calls that ask for it. Served as querygate://catalog/{tool}/{metric} (src/docs.ts).
+ * example calls that ask for it. Served as querygate://catalog/{tool}/{metric} (src/content/docs.ts).
  */
 export function pagesOf(model: MetricsModel): Readonly<Record<string, string>> {
   return Object.fromEntries(

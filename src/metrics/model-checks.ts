@@ -3,7 +3,7 @@
  * refused in one line that names the declaration, the field and the fix, before anything is served.
  */
 import { createCompiler } from '../db/connect.js';
-import { ConfigError } from '../errors.js';
+import { ConfigError } from '../lib/errors.js';
 import { descriptionProblem } from '../lib/descriptions.js';
 import { factOf, factsOf } from './call.js';
 import type { PersonalColumn, PersonalColumns } from '../registry/types.js';

@@ -6,11 +6,11 @@
  */
 import type { PromptMessage } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { CompletionSource, ToolCompletionSource } from '../content-declarations.js';
-import { ConfigError } from '../errors.js';
+import type { CompletionSource, ToolCompletionSource } from '../content/declarations.js';
+import { ConfigError } from '../lib/errors.js';
 import { oneOf } from '../lib/arguments.js';
 import { PERIODS } from '../lib/periods.js';
-import { definePrompt, type AnyPrompt } from '../prompts.js';
+import { definePrompt, type AnyPrompt } from '../content/prompts.js';
 import { CYCLIC_TIMES, TIME_GRAINS, type MetricsModel } from './declarations.js';
 import { derivedDimensions } from './call.js';
 import { METRICS_TOOL } from './tool.js';

@@ -28,7 +28,7 @@
  * in tool.ts), checks every statement a call can build, each of the three choices above included.
  */
 import { sql, type AliasedRawBuilder, type Kysely, type RawBuilder } from 'kysely';
-import { ConfigError } from '../errors.js';
+import { ConfigError } from '../lib/errors.js';
 import { resolveRange } from '../lib/date-range.js';
 import { releasedCount } from '../lib/protected-counts.js';
 import type { QueryContext, RowQuery } from '../registry/types.js';

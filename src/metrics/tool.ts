@@ -5,7 +5,7 @@
  */
 import { sql, type Kysely } from 'kysely';
 import { z } from 'zod';
-import { ConfigError } from '../errors.js';
+import { ConfigError } from '../lib/errors.js';
 import { label, MAX_ROWS, rowLimit } from '../lib/arguments.js';
 import { compareToField, COMPARISONS } from '../lib/comparison.js';
 import { checkDateRange, dateRangeFields, DATE_RANGE_ALWAYS, quote, type DayBucket } from '../lib/date-range.js';

@@ -1,7 +1,7 @@
 /** The content a server offers besides its tools, and the request as its resources, prompts and completions see it. */
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { ContentContext } from '../content-declarations.js';
-import { contentOf, type ServerContent } from '../content.js';
+import type { ContentContext } from '../content/declarations.js';
+import { contentOf, type ServerContent } from '../content/index.js';
 import { localToday } from '../lib/periods.js';
 import type { DispatchDeps, HandlerContext } from './feature.js';
 

@@ -4,8 +4,8 @@
  * capability and its methods (features/); the dispatcher routes a request to its method, and
  * revisions.ts reads the request's envelope and dresses the answer for its era.
  */
-import { ProtocolError } from '../errors.js';
-import type { Caller } from '../caller.js';
+import { ProtocolError } from '../lib/errors.js';
+import type { Caller } from '../lib/caller.js';
 import type { ClientLogLevel } from '../registry/interface.js';
 import type { DispatchDeps, Feature, HandlerContext, Method, ServerDescription, Session } from './feature.js';
 import { completionsFeature } from './features/completions.js';

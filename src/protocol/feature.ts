@@ -3,9 +3,9 @@
  * Below the dispatcher that routes to the features and the features themselves, so a feature imports
  * no dispatcher and the dispatcher's import of each feature is the only arrow between them.
  */
-import type { Caller } from '../caller.js';
-import type { ServerContent } from '../content.js';
-import type { SubscriptionLimits } from '../limits.js';
+import type { Caller } from '../lib/caller.js';
+import type { ServerContent } from '../content/index.js';
+import type { SubscriptionLimits } from '../lib/limits.js';
 import type { CallDeps, ClientLogLevel, Registry } from '../registry/interface.js';
 import type { Identity } from './identity.js';
 import type { JsonRpcNotification, RequestId } from './json-rpc.js';

@@ -5,7 +5,7 @@
  * long they may be cached). Method handlers never ask which revision a request speaks: the
  * dispatcher reads the envelope here and dresses the result here.
  */
-import { INVALID_PARAMS, ProtocolError, ResourceNotFoundError } from '../errors.js';
+import { INVALID_PARAMS, ProtocolError, ResourceNotFoundError } from '../lib/errors.js';
 import type { ClientLogLevel } from '../registry/interface.js';
 import { isObject, withFields } from './json-rpc.js';
 

@@ -1,5 +1,5 @@
 /** Who may see and call which tool: a caller's toolset and its data scope. */
-import type { Caller } from '../caller.js';
+import type { Caller } from '../lib/caller.js';
 import { appliesScope, scopeOf } from '../lib/data-scope.js';
 import type { Registry } from './interface.js';
 import type { ServedJobs } from './jobs.js';

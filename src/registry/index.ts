@@ -106,4 +106,4 @@ export { resolvePeriods } from './periods.js';
 export { bucketOf, isoTimestamp, roundMoney } from './shaping/values.js';
 export type { CallDeps, CallOptions, ClientLogLevel, Registry } from './interface.js';
 export * from './types.js';
-export type { Caller } from '../caller.js';
+export type { Caller } from '../lib/caller.js';

@@ -4,14 +4,14 @@
  * depend on these types, never on how a registry is built.
  */
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { AuditLog } from '../audit.js';
-import type { Caller } from '../caller.js';
+import type { AuditLog } from '../observability/audit.js';
+import type { Caller } from '../lib/caller.js';
 import type { ReaderDatabase } from '../db/connect.js';
 import type { JobService, RunEnding } from '../jobs/service.js';
 import type { JobRow } from '../jobs/store.js';
 import type { Tokenizer } from '../lib/masking.js';
-import type { CallLimits } from '../limits.js';
-import type { Logger } from '../logger.js';
+import type { CallLimits } from '../lib/limits.js';
+import type { Logger } from '../lib/logger.js';
 import type { QueryContext } from './types.js';
 
 export interface CallDeps {

@@ -5,7 +5,7 @@
  */
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { ArgumentError, ConfigError, InfraError, classifyDatabaseError } from '../errors.js';
+import { ArgumentError, ConfigError, InfraError, classifyDatabaseError } from '../lib/errors.js';
 import type { RunEnding, RunReport } from '../jobs/service.js';
 import type { JobReader, JobRow } from '../jobs/store.js';
 import {

@@ -4,7 +4,7 @@
  */
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { ArgumentError, ConfigError } from '../errors.js';
+import { ArgumentError, ConfigError } from '../lib/errors.js';
 import { outsideScope, scopeOf, type DataScope } from '../lib/data-scope.js';
 import { isoUtc } from '../lib/local-day.js';
 import { localToday } from '../lib/periods.js';

@@ -1,7 +1,7 @@
 /** The templates a registry serves: each checked, registered once, and listed as a tool. */
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
-import { ConfigError } from '../errors.js';
+import { ConfigError } from '../lib/errors.js';
 import { checkContract, checkDeclaration, checkStatements } from './checks/index.js';
 import type { Entry } from './entries.js';
 import { DATA_AS_OF, DATA_SCOPE, DATA_STALE, DATA_THROUGH, scopable } from './outputs.js';

@@ -1,6 +1,6 @@
 /** How a tool is listed: its JSON schemas and the description a model chooses it by. */
 import { z } from 'zod';
-import { ConfigError } from '../errors.js';
+import { ConfigError } from '../lib/errors.js';
 import { PERIODS } from '../lib/periods.js';
 import type { AnyTemplate } from './types.js';
 

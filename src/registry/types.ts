@@ -182,7 +182,7 @@ export interface ToolContract<Args, Output extends Record<string, unknown>> {
   readonly guide?: string;
   /**
    * The guide one page at a time: a Markdown page per value of one thing the arguments name
-   * (query_metrics: per metric), served as querygate://catalog/{tool}/{<variable>} (src/docs.ts), so
+   * (query_metrics: per metric), served as querygate://catalog/{tool}/{<variable>} (src/content/docs.ts), so
    * that a model reads the part it needs rather than the whole catalog.
    */
   readonly guidePages?: { readonly variable: string; readonly pages: Readonly<Record<string, string>> };

@@ -9,7 +9,7 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
-import { ConfigError } from '../errors.js';
+import { ConfigError } from '../lib/errors.js';
 import { CYCLIC_TIMES, TIME_GRAINS } from '../metrics/declarations.js';
 import { METRICS_TOOL } from '../metrics/tool.js';
 import { findEngineRoot, importPath } from './query.js';

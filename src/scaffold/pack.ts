@@ -9,7 +9,7 @@
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
-import { ConfigError } from '../errors.js';
+import { ConfigError } from '../lib/errors.js';
 import { findEngineRoot, importPath } from './query.js';
 
 export interface PackScaffoldOptions {

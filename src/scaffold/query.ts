@@ -8,7 +8,7 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ConfigError } from '../errors.js';
+import { ConfigError } from '../lib/errors.js';
 import { TOOL_NAME } from '../registry/types.js';
 
 /** Where a pack's templates find its defineTemplate, from queries/. */
@@ -125,7 +125,7 @@ function templateSource(name: string, exportName: string, src: string, file: str
  */
 import { z } from 'zod';
 import { defineTemplate } from '${PACK_KIT}';
-import { ConfigError } from '${src}/errors.js';
+import { ConfigError } from '${src}/lib/errors.js';
 import { rowLimit } from '${src}/lib/arguments.js';
 import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields } from '${src}/lib/date-range.js';
 import { echoRange, rangeEcho, rowsEnvelope } from '${src}/lib/result-shape.js';

@@ -9,7 +9,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectReader } from '../../src/db/connect.js';
 import { READER_CONNECTION_CHECK } from '../../src/db/doctor/index.js';
-import { silentLogger } from '../../src/logger.js';
+import { silentLogger } from '../../src/lib/logger.js';
 import { runCli, startCli, type RunningCli } from '../support/cli.js';
 import { checkNamed, parseChecks } from '../support/doctor-report.js';
 import { startPgBouncer, startScratchCluster, type PgBouncer, type ScratchCluster } from '../support/peers.js';

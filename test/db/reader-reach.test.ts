@@ -13,7 +13,7 @@ import { withCredentials, withDatabase } from '../../src/db/connect.js';
 import { startEmbedded, type EmbeddedDatabase } from '../../src/db/embedded.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { setRolePassword } from '../../src/db/reader-password.js';
-import { silentLogger } from '../../src/logger.js';
+import { silentLogger } from '../../src/lib/logger.js';
 import { runCli } from '../support/cli.js';
 import { checkNamed, parseChecks, type ReportedCheck } from '../support/doctor-report.js';
 import { startHarness, textOf } from '../support/harness.js';

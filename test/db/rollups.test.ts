@@ -16,7 +16,7 @@ import {
   rollupMigration,
   type RollupDeclaration,
 } from '../../src/db/rollups/index.js';
-import { ConfigError } from '../../src/errors.js';
+import { ConfigError } from '../../src/lib/errors.js';
 import { createScratchDatabase, type ScratchDatabase } from '../support/scratch.js';
 
 /** Entries of invoices of accounts: amount per account owner's country, UTC hour and invoice state. */

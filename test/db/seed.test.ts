@@ -5,7 +5,7 @@ import { withDatabase } from '../../src/db/connect.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { seedDatabase } from '../../pack/seed.js';
 import { DEFAULT_READER_ROLE } from '../../src/config.js';
-import { silentLogger } from '../../src/logger.js';
+import { silentLogger } from '../../src/lib/logger.js';
 import { connectAdmin } from '../support/harness.js';
 import { createClosedDatabase } from '../support/scratch.js';
 import { salesPack } from '../../pack/index.js';

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { connectReader } from '../../src/db/connect.js';
 import { zoneRulesAgreement } from '../../src/db/zone-rules.js';
 import { dayStart, dayStartMs, isoUtc, offsetAt } from '../../src/lib/local-day.js';
-import { silentLogger } from '../../src/logger.js';
+import { silentLogger } from '../../src/lib/logger.js';
 
 const DAY = 86_400_000;
 let admin: pg.Client;

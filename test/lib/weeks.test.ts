@@ -5,7 +5,7 @@
  */
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ArgumentError } from '../../src/errors.js';
+import { ArgumentError } from '../../src/lib/errors.js';
 import { isoWeekOf, parseIsoWeek, recentWeeks, resolveWeek, weekArgument } from '../../src/lib/weeks.js';
 import { connectAdmin } from '../support/harness.js';
 

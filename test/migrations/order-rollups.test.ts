@@ -13,7 +13,7 @@ import { salesPack } from '../../pack/index.js';
 import { DEFAULT_READER_ROLE } from '../../src/config.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { rollupNames } from '../../src/db/rollups/index.js';
-import { silentLogger } from '../../src/logger.js';
+import { silentLogger } from '../../src/lib/logger.js';
 import { makeRollupDesign } from '../support/rollup-designs.js';
 import { createScratchDatabase, type ScratchDatabase } from '../support/scratch.js';
 

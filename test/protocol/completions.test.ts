@@ -8,10 +8,10 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { salesPack } from '../../pack/index.js';
-import { contentOf } from '../../src/content.js';
+import { contentOf } from '../../src/content/index.js';
 import { PERIODS } from '../../src/lib/periods.js';
 import type { Pack } from '../../src/pack.js';
-import { definePrompt } from '../../src/prompts.js';
+import { definePrompt } from '../../src/content/prompts.js';
 import { connectAdmin, startHarness, type Harness } from '../support/harness.js';
 
 /** Tuesday 1 July 2025, noon UTC: the last 90 days are 2 April to 30 June. */

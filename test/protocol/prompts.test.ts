@@ -6,7 +6,7 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { salesPack } from '../../pack/index.js';
-import { contentOf } from '../../src/content.js';
+import { contentOf } from '../../src/content/index.js';
 import { connectAdmin, startHarness, type Harness } from '../support/harness.js';
 
 /** Tuesday 1 July 2025, noon UTC: ISO week 2025-W27 is running, 2025-W26 is last week. */

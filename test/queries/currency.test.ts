@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { templates } from '../../queries/index.js';
 import { DEFAULT_READER_ROLE } from '../../src/config.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
-import { silentLogger } from '../../src/logger.js';
+import { silentLogger } from '../../src/lib/logger.js';
 import { createRegistry } from '../../src/registry/index.js';
 import type { SalesRow } from '../support/sales-data.js';
 import { startHarness, structured, type Harness } from '../support/harness.js';

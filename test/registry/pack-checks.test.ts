@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { supportDeskPack } from '../../examples/support-desk/pack/index.js';
 import { salesPack } from '../../pack/index.js';
 import { defineTemplate } from '../../pack/kit.js';
-import { ConfigError } from '../../src/errors.js';
+import { ConfigError } from '../../src/lib/errors.js';
 import { oneOf } from '../../src/lib/arguments.js';
 import { checkDateRange, DATE_RANGE_ALWAYS, dateRangeFields, resolveRange } from '../../src/lib/date-range.js';
 import { startOfDay } from '../../src/db/range-sql.js';

@@ -7,7 +7,7 @@ import { salesPack } from '../../pack/index.js';
 import { templates } from '../../queries/index.js';
 import { queryRecentOrders } from '../../queries/query-recent-orders.js';
 import type { ReportingDatabase } from '../../pack/schema.js';
-import { ConfigError } from '../../src/errors.js';
+import { ConfigError } from '../../src/lib/errors.js';
 import { dayStart } from '../../src/lib/local-day.js';
 import {
   createRegistry,

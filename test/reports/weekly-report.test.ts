@@ -9,7 +9,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { salesPack } from '../../pack/index.js';
-import { contentOf } from '../../src/content.js';
+import { contentOf } from '../../src/content/index.js';
 import { startHarness, structured, textOf, type Harness } from '../support/harness.js';
 import { loadSalesData, ordersBetween, type SalesData } from '../support/sales-data.js';
 import {

@@ -20,7 +20,7 @@ import { prepareDatabase } from '../../src/db/prepare.js';
 import { salesPack } from '../../pack/index.js';
 import { supportDeskPack } from '../../examples/support-desk/pack/index.js';
 import { DEFAULT_JOBS_ROLE, DEFAULT_READER_ROLE } from '../../src/config.js';
-import { createLogger } from '../../src/logger.js';
+import { createLogger } from '../../src/lib/logger.js';
 import type { Pack } from '../../src/pack.js';
 import { claimTestPort } from './ports.js';
 import { servedPacks } from './served-packs.js';

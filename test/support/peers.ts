@@ -15,7 +15,7 @@ import pg from 'pg';
 import { startEmbedded, type EmbeddedDatabase } from '../../src/db/embedded.js';
 import { DEFAULT_READER_ROLE } from '../../src/config.js';
 import { salesPack } from '../../pack/index.js';
-import { createLogger } from '../../src/logger.js';
+import { createLogger } from '../../src/lib/logger.js';
 import { eventually } from './scratch.js';
 import { claimTestPort } from './ports.js';
 

@@ -13,7 +13,7 @@ import { migrateToLatest, migrationTableOf } from '../../src/db/migrate.js';
 import { prepareDatabase } from '../../src/db/prepare.js';
 import { salesPack } from '../../pack/index.js';
 import { seedDatabase } from '../../pack/seed.js';
-import { silentLogger } from '../../src/logger.js';
+import { silentLogger } from '../../src/lib/logger.js';
 import type { Pack } from '../../src/pack.js';
 import { TEST_SEED, testReaderRole } from './database.js';
 import { readerUrlFor } from './packs.js';

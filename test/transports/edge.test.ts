@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernHttp } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createSubscriptionLimits } from '../../src/limits.js';
+import { createSubscriptionLimits } from '../../src/lib/limits.js';
 import { freePort } from '../support/authorization-server.js';
 import { startCli, type RunningCli } from '../support/cli.js';
 import { post, type Answer } from '../support/raw-http.js';

@@ -4,7 +4,7 @@
  * It writes as the admin; nothing the reader runs imports it.
  */
 import { prng, pick } from '../../../src/db/demo-data.js';
-import { ConfigError } from '../../../src/errors.js';
+import { ConfigError } from '../../../src/lib/errors.js';
 import { withAdmin } from '../../../src/db/connect.js';
 import type { PackSeed } from '../../../src/pack.js';
 import { COUNTRIES, CURRENCIES, EVENT_KINDS, PLANS } from './metrics.js';

@@ -5,9 +5,9 @@
  * and the team, and a ticket whose response or resolution would fall after `until` is still waiting.
  */
 import { copyInto, demoInstants, loadDemoData, pick, prng, weightedIndex } from '../../../src/db/demo-data.js';
-import { ConfigError } from '../../../src/errors.js';
+import { ConfigError } from '../../../src/lib/errors.js';
 import { parseDay } from '../../../src/lib/date-range.js';
-import type { Logger } from '../../../src/logger.js';
+import type { Logger } from '../../../src/lib/logger.js';
 import type { Priority } from './priorities.js';
 
 export interface SeedOptions {

@@ -18,7 +18,7 @@ import { seedDatabase } from '../../../pack/seed.js';
 import { DEFAULT_READER_ROLE } from '../../../src/config.js';
 import { withDatabase } from '../../../src/db/connect.js';
 import { migrateToLatest } from '../../../src/db/migrate.js';
-import { silentLogger } from '../../../src/logger.js';
+import { silentLogger } from '../../../src/lib/logger.js';
 import { CLI, runCli } from '../../../test/support/cli.js';
 import { connectAdmin } from '../../../test/support/harness.js';
 import { readerUrlFor } from '../../../test/support/packs.js';

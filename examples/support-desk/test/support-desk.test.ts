@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { supportDeskPack } from '../pack/index.js';
 import { withDatabase } from '../../../src/db/connect.js';
 import { migrateToLatest } from '../../../src/db/migrate.js';
-import { silentLogger } from '../../../src/logger.js';
+import { silentLogger } from '../../../src/lib/logger.js';
 import { SUPPORT_READER_ROLE, TEST_SUPPORT_SEED } from '../../../test/support/database.js';
 import { connectAdmin, startHarness, structured, textOf, type Harness } from '../../../test/support/harness.js';
 import { readerUrlFor } from '../../../test/support/packs.js';

@@ -1,5 +1,5 @@
 import type { Pack } from '../../pack.js';
-import { ConfigError } from '../../errors.js';
+import { ConfigError } from '../../lib/errors.js';
 import { hiddenByDataScope } from '../../registry/access.js';
 import { createRegistry } from '../../registry/index.js';
 import type { Registry } from '../../registry/interface.js';

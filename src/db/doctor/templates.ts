@@ -1,5 +1,5 @@
 import type { Pack } from '../../pack.js';
-import { ConfigError } from '../../errors.js';
+import { ConfigError } from '../../lib/errors.js';
 import { createRegistry } from '../../registry/index.js';
 import type { SafetyCheck } from './check.js';
 

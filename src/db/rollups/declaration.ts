@@ -13,7 +13,7 @@
  *     measures: [{ name: 'line_count', count: true }, { name: 'amount', sum: ['units', 'price'], scale: 2 }] }
  * The sales pack's are in pack/rollups.ts.
  */
-import { ConfigError } from '../../errors.js';
+import { ConfigError } from '../../lib/errors.js';
 
 /** A row the facts hang from: `<table>.<key> = <previous>.<link>`, the previous being the facts or the parent before. */
 export interface RollupParent {

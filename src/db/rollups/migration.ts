@@ -5,7 +5,7 @@
  * meaning: a changed declaration needs a new migration that drops and remakes the rollup.
  */
 import { CompiledQuery, type Kysely, type Migration } from 'kysely';
-import { ConfigError } from '../../errors.js';
+import { ConfigError } from '../../lib/errors.js';
 import { checkRollupDeclaration, type RollupDeclaration } from './declaration.js';
 import { rangeRebuildDropStatements, rangeRebuildStatements } from './rebuilds.js';
 import { chainOf } from './base-rows.js';

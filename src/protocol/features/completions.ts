@@ -1,15 +1,15 @@
 /**
  * Completions (completion/complete): the values an argument may take that begin with what was typed.
  * For a prompt's argument or a resource template's variable, from the source its pack declares
- * (src/argument-completions.ts): a closed list, the recent ISO weeks, or labels read through one of
+ * (src/content/completions.ts): a closed list, the recent ISO weeks, or labels read through one of
  * the caller's tools. querygate also takes `{"type": "ref/tool", "name": TOOL}` (an extension of its
  * own) and completes a tool's enum-valued arguments from its input schema; a tool outside the
  * caller's toolset is as unknown here as it is to tools/call.
  */
-import { narrow, valuesOf } from '../../argument-completions.js';
-import type { CompletionSource } from '../../content-declarations.js';
-import { offers } from '../../content.js';
-import { INVALID_PARAMS, ProtocolError } from '../../errors.js';
+import { narrow, valuesOf } from '../../content/completions.js';
+import type { CompletionSource } from '../../content/declarations.js';
+import { offers } from '../../content/index.js';
+import { INVALID_PARAMS, ProtocolError } from '../../lib/errors.js';
 import { contentFor } from '../content-context.js';
 import type { Feature, HandlerContext } from '../feature.js';
 import { isObject } from '../json-rpc.js';

@@ -4,7 +4,7 @@
  * with `logging/setLevel`, which lasts for its connection (a stdio session; an HTTP request, being
  * stateless, has no connection to remember it for).
  */
-import { INVALID_PARAMS, ProtocolError } from '../../errors.js';
+import { INVALID_PARAMS, ProtocolError } from '../../lib/errors.js';
 import type { ClientLogLevel } from '../../registry/interface.js';
 import type { Feature } from '../feature.js';
 import { LOG_LEVELS } from '../revisions.js';

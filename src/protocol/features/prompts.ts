@@ -1,10 +1,10 @@
 /**
  * Prompts: what the packs offer a user to start a piece of work with, such as a weekly review. Their
- * arguments are validated as tool arguments are (src/prompts.ts): an unknown prompt, an unknown
+ * arguments are validated as tool arguments are (src/content/prompts.ts): an unknown prompt, an unknown
  * argument or one that breaks its rule is -32602, naming it.
  */
-import { INVALID_PARAMS, ProtocolError } from '../../errors.js';
-import { getPrompt } from '../../prompts.js';
+import { INVALID_PARAMS, ProtocolError } from '../../lib/errors.js';
+import { getPrompt } from '../../content/prompts.js';
 import { contentFor, servedContent } from '../content-context.js';
 import type { Feature } from '../feature.js';
 import { isObject } from '../json-rpc.js';

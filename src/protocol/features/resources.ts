@@ -3,8 +3,8 @@
  * and the resource templates the packs declare, whose variables are read from the URI. A URI that
  * names none is "Resource not found", with the code of the request's revision (revisions.ts).
  */
-import { offers, resourceAt } from '../../content.js';
-import { ArgumentError, INVALID_PARAMS, ProtocolError, ResourceNotFoundError } from '../../errors.js';
+import { offers, resourceAt } from '../../content/index.js';
+import { ArgumentError, INVALID_PARAMS, ProtocolError, ResourceNotFoundError } from '../../lib/errors.js';
 import { contentFor, servedContent } from '../content-context.js';
 import type { Feature, HandlerContext } from '../feature.js';
 

@@ -10,8 +10,8 @@
  * lifetime is over, which answer it with an empty result (the client listens again). Streams are
  * capped per caller and overall: each holds a connection and a listener for as long as it lasts.
  */
-import { INVALID_PARAMS, ProtocolError } from '../../errors.js';
-import { watchVisibleTools } from '../../live-registry.js';
+import { INVALID_PARAMS, ProtocolError } from '../../lib/errors.js';
+import { watchVisibleTools } from '../../registry/live.js';
 import { followingTools, servedContent } from '../content-context.js';
 import type { Feature, HandlerContext } from '../feature.js';
 import { INVALID_REQUEST, isObject } from '../json-rpc.js';

@@ -8,7 +8,7 @@
  * tasks/update is only acknowledged. Progress is told in `statusMessage` ("2 of 5 queries done"):
  * the extension carries no progress notifications for tasks.
  */
-import { INVALID_PARAMS, ProtocolError } from '../../errors.js';
+import { INVALID_PARAMS, ProtocolError } from '../../lib/errors.js';
 import type { JobService } from '../../jobs/service.js';
 import type { JobReader, JobRow } from '../../jobs/store.js';
 import type { Feature, HandlerContext } from '../feature.js';

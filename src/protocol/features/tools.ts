@@ -2,7 +2,7 @@
  * Tools: the registry's templates, listed for the caller and run through its one door. A tool that
  * runs as a job answers a client of the tasks extension with a task handle (features/tasks.ts).
  */
-import { INVALID_PARAMS, ProtocolError } from '../../errors.js';
+import { INVALID_PARAMS, ProtocolError } from '../../lib/errors.js';
 import type { Feature } from '../feature.js';
 import { isObject } from '../json-rpc.js';
 import { acceptsTasks, createTaskResult } from './tasks.js';

@@ -1,5 +1,5 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { ArgumentError, InfraError, classifyDatabaseError } from '../../errors.js';
+import { ArgumentError, InfraError, classifyDatabaseError } from '../../lib/errors.js';
 import type { CallDeps, CallOptions } from '../interface.js';
 import type { TemplateLimits } from '../types.js';
 import { successResult, type CallRecord } from './record.js';

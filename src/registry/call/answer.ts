@@ -1,5 +1,5 @@
 import type { RawResult } from '../../db/connect.js';
-import { ArgumentError, ConfigError } from '../../errors.js';
+import { ArgumentError, ConfigError } from '../../lib/errors.js';
 import { MAX_ROWS } from '../../lib/arguments.js';
 import { comparisonCut, comparisonRange, unequalElapsed, type Comparison } from '../../lib/comparison.js';
 import type { DataScope } from '../../lib/data-scope.js';

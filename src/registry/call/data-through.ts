@@ -3,7 +3,7 @@
  * still running cut there when the data stop before now (src/lib/running.ts, cutAtDataThrough).
  */
 import type { ReaderDatabase } from '../../db/connect.js';
-import { ConfigError } from '../../errors.js';
+import { ConfigError } from '../../lib/errors.js';
 import { unboundScopeValues } from '../../lib/data-scope.js';
 import { isoTimestamp } from '../shaping/values.js';
 import type { HighWaterMark, QueryContext } from '../types.js';

@@ -1,7 +1,7 @@
 /** A refused call's arguments, told as "field: rule" pairs a model can act on. */
 import type { z } from 'zod';
 import { quote } from '../../lib/date-range.js';
-import type { ArgumentIssue } from '../../errors.js';
+import type { ArgumentIssue } from '../../lib/errors.js';
 
 /** The code of a call refused for an argument that names data outside the caller's scope. */
 export const OUTSIDE_DATA_SCOPE = 'outside_data_scope';

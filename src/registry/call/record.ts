@@ -5,8 +5,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { callerFields, type AuditEntry, type AuditOutcome } from '../../audit.js';
-import { ArgumentError, ConfigError, INVALID_PARAMS, InfraError, ProtocolError, errorResult } from '../../errors.js';
+import { callerFields, type AuditEntry, type AuditOutcome } from '../../observability/audit.js';
+import {
+  ArgumentError,
+  ConfigError,
+  INVALID_PARAMS,
+  InfraError,
+  ProtocolError,
+  errorResult,
+} from '../../lib/errors.js';
 import { preSerialized } from '../../protocol/json-rpc.js';
 import type { CallDeps, CallOptions, ClientLogLevel } from '../interface.js';
 

@@ -1,5 +1,5 @@
 import type { ReaderDatabase, Statement } from '../../db/connect.js';
-import { ConfigError } from '../../errors.js';
+import { ConfigError } from '../../lib/errors.js';
 import { unboundScopeValues } from '../../lib/data-scope.js';
 import type { Entry } from '../entries.js';
 import type { QueryContext } from '../types.js';

@@ -1,5 +1,5 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { ArgumentError } from '../../errors.js';
+import { ArgumentError } from '../../lib/errors.js';
 import { outsideScope, scopeOf } from '../../lib/data-scope.js';
 import type { Entry } from '../entries.js';
 import type { CallDeps, CallOptions } from '../interface.js';

@@ -1,5 +1,5 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { ConfigError } from '../../errors.js';
+import { ConfigError } from '../../lib/errors.js';
 import { parseDay, quote } from '../../lib/date-range.js';
 import type { AnyTemplate } from '../types.js';
 import type { CompiledCall } from './checked-calls.js';

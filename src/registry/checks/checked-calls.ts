@@ -1,6 +1,6 @@
 import type { CompiledQuery } from 'kysely';
 import { createCompiler } from '../../db/connect.js';
-import { ConfigError } from '../../errors.js';
+import { ConfigError } from '../../lib/errors.js';
 import { checkedCombinations } from '../../lib/argument-combinations.js';
 import type { DataScope } from '../../lib/data-scope.js';
 import { resolvePeriods } from '../periods.js';

@@ -1,6 +1,6 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { ConfigError } from '../../errors.js';
+import { ConfigError } from '../../lib/errors.js';
 import { assertDateInputs } from '../../lib/date-inputs.js';
 import type { AnyTemplate } from '../types.js';
 

@@ -1,4 +1,4 @@
-import { ConfigError } from '../../errors.js';
+import { ConfigError } from '../../lib/errors.js';
 import { unboundScopeValues } from '../../lib/data-scope.js';
 import type { AnyTemplate } from '../types.js';
 import type { CompiledCall } from './checked-calls.js';

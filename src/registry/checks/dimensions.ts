@@ -1,4 +1,4 @@
-import { ConfigError } from '../../errors.js';
+import { ConfigError } from '../../lib/errors.js';
 import type { AnyTemplate } from '../types.js';
 
 /**

@@ -1,7 +1,7 @@
 import type { OperationNodeSource } from 'kysely';
 import { createCompiler } from '../../db/connect.js';
 import { readSelections, UnreadableSelection, type Selection } from '../../db/selections.js';
-import { ConfigError } from '../../errors.js';
+import { ConfigError } from '../../lib/errors.js';
 import { MASK_FOR, type PersonalKind } from '../../lib/masking.js';
 import { sourcesOf } from '../sources.js';
 import type { AnyTemplate, PersonalColumn, PersonalColumns, SourceColumn } from '../types.js';

@@ -1,4 +1,4 @@
-import { ConfigError } from '../../errors.js';
+import { ConfigError } from '../../lib/errors.js';
 import { quote } from '../../lib/date-range.js';
 import { TOOL_NAME, type AnyTemplate } from '../types.js';
 

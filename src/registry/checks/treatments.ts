@@ -1,4 +1,4 @@
-import { ConfigError } from '../../errors.js';
+import { ConfigError } from '../../lib/errors.js';
 import { MASK_FOR, MASKS } from '../../lib/masking.js';
 import { personalAt, sourcesOf } from '../sources.js';
 import type { AnyTemplate } from '../types.js';

@@ -3,7 +3,7 @@
  * its kind and given its treatment (masks, tokens, buckets).
  */
 import type { RawResult } from '../../db/connect.js';
-import { ConfigError } from '../../errors.js';
+import { ConfigError } from '../../lib/errors.js';
 import { initials, lastFourDigits, maskEmail, type Tokenizer } from '../../lib/masking.js';
 import { personalAt, sourcesOf } from '../sources.js';
 import type { AnyTemplate, CellValue, ColumnKind, ResultRow, Treatment } from '../types.js';

@@ -1,5 +1,5 @@
 /** PostgreSQL's text for a value, as the JSON of its declared column kind, and an amount as its bucket. */
-import { ConfigError } from '../../errors.js';
+import { ConfigError } from '../../lib/errors.js';
 import type { CellValue, ColumnKind } from '../types.js';
 
 /** PostgreSQL's text for a column, as the JSON value of its declared type. */

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Caller } from '../../caller.js';
+import type { Caller } from '../../lib/caller.js';
 import { encodeMessage, isObject, type OutgoingMessage } from '../../protocol/json-rpc.js';
 import type { Edge } from './edge.js';
 

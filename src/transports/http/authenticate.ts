@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { HTTP_CALLER_ID } from '../../caller-ids.js';
-import type { Caller } from '../../caller.js';
+import { HTTP_CALLER_ID } from '../../lib/caller-ids.js';
+import type { Caller } from '../../lib/caller.js';
 import { throttledAuth } from './auth-throttle.js';
 import { sendError, type Edge } from './edge.js';
 import { sourceAddress } from './source-address.js';

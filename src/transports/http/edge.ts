@@ -4,8 +4,8 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { AuthFailureReason, Authenticator, FailureThrottle } from '../../auth/index.js';
-import type { TokenBucket } from '../../limits.js';
-import type { Metrics } from '../../prometheus.js';
+import type { TokenBucket } from '../../lib/limits.js';
+import type { Metrics } from '../../observability/prometheus.js';
 import type { DispatchDeps, Dispatcher } from '../../protocol/dispatcher.js';
 import { errorResponse, type RequestId } from '../../protocol/json-rpc.js';
 import type { SessionIds } from '../session-ids.js';

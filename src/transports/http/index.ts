@@ -15,8 +15,8 @@ import {
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { createFailureThrottle } from '../../auth/index.js';
-import { ConfigError } from '../../errors.js';
-import type { Logger } from '../../logger.js';
+import { ConfigError } from '../../lib/errors.js';
+import type { Logger } from '../../lib/logger.js';
 import { createDispatcher, type DispatchDeps } from '../../protocol/dispatcher.js';
 import { answer } from './answer.js';
 import { authenticate } from './authenticate.js';

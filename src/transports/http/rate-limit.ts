@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { Caller } from '../../caller.js';
+import type { Caller } from '../../lib/caller.js';
 import { sendError, type Edge } from './edge.js';
 
 /** HTTP requests per caller: refused with 429 when its bucket is empty, before anything is read. */

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Caller } from '../../caller.js';
+import type { Caller } from '../../lib/caller.js';
 import { requestIdOf } from '../../protocol/json-rpc.js';
 import { MODERN_VERSIONS } from '../../protocol/revisions.js';
 import { sendError, type Edge } from './edge.js';

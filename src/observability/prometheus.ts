@@ -7,8 +7,8 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { AuditEntry, AuditLog } from './audit.js';
-import { countJobsByState, JOB_STATES, type JobState, type JobStore } from './jobs/store.js';
-import type { Logger } from './logger.js';
+import { countJobsByState, JOB_STATES, type JobState, type JobStore } from '../jobs/store.js';
+import type { Logger } from '../lib/logger.js';
 
 /** Why the HTTP edge refused a request before it reached MCP: the `reason` label of querygate_refusals_total. */
 const HTTP_REFUSALS = [

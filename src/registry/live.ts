@@ -3,8 +3,8 @@
  * listeners hear of each swap, so that transports can tell their clients the tool list changed. A
  * call already running finishes on the registry it started on.
  */
-import type { Caller } from './caller.js';
-import type { Registry } from './registry/interface.js';
+import type { Caller } from '../lib/caller.js';
+import type { Registry } from './interface.js';
 
 export interface LiveRegistry extends Registry {
   /** Puts `next` in force for every later list and call, then tells the listeners. */

@@ -6,11 +6,11 @@
  */
 import type { Prompt, PromptMessage } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { CompletionSource, ContentContext } from './content-declarations.js';
-import { ArgumentError, ConfigError, INVALID_PARAMS, ProtocolError, type ArgumentIssue } from './errors.js';
-import { outsideScope, scopeOf } from './lib/data-scope.js';
-import { quote } from './lib/date-range.js';
-import { TOOL_NAME } from './registry/types.js';
+import type { CompletionSource, ContentContext } from './declarations.js';
+import { ArgumentError, ConfigError, INVALID_PARAMS, ProtocolError, type ArgumentIssue } from '../lib/errors.js';
+import { outsideScope, scopeOf } from '../lib/data-scope.js';
+import { quote } from '../lib/date-range.js';
+import { TOOL_NAME } from '../registry/types.js';
 
 export interface PromptTemplate<Args> {
   /** snake_case, unique among the prompts a server offers. */

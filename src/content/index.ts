@@ -5,11 +5,11 @@
  */
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
-import { createLabelCache, type LabelCache } from './argument-completions.js';
-import type { ResourceTemplate } from './content-declarations.js';
+import { createLabelCache, type LabelCache } from './completions.js';
+import type { ResourceTemplate } from './declarations.js';
 import { documentationResources, guidePageTemplates, type StaticResource } from './docs.js';
-import { ConfigError } from './errors.js';
-import type { Pack } from './pack.js';
+import { ConfigError } from '../lib/errors.js';
+import type { Pack } from '../pack.js';
 import { servePrompt, type ServedPrompt } from './prompts.js';
 
 export type { StaticResource } from './docs.js';

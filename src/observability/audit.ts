@@ -3,9 +3,9 @@
  * how it ended; never result rows, never personal data, never a token.
  */
 import { closeSync, fstatSync, openSync, writeSync } from 'node:fs';
-import { ConfigError } from './errors.js';
-import { scopeOf, type DataScope } from './lib/data-scope.js';
-import type { Caller } from './caller.js';
+import { ConfigError } from '../lib/errors.js';
+import { scopeOf, type DataScope } from '../lib/data-scope.js';
+import type { Caller } from '../lib/caller.js';
 
 /** `cancelled`: the client cancelled the call or went away before its answer. */
 export type AuditOutcome = 'ok' | 'rejected' | 'failed' | 'refused' | 'cancelled' | 'unknown_tool';

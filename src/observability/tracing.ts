@@ -20,9 +20,9 @@ import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import type { ReaderDatabase } from './db/connect.js';
-import type { Logger } from './logger.js';
-import type { Registry } from './registry/interface.js';
+import type { ReaderDatabase } from '../db/connect.js';
+import type { Logger } from '../lib/logger.js';
+import type { Registry } from '../registry/interface.js';
 
 export interface Tracing {
   /** The registry, with a span around each call. */

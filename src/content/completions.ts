@@ -5,9 +5,9 @@
  * completions take no other way to the database than a tool call, with its toolset, limits and audit).
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { CompletionSource, ContentContext, ToolCompletionSource } from './content-declarations.js';
-import { scopeOf } from './lib/data-scope.js';
-import { recentWeeks, WEEK_KEYWORDS } from './lib/weeks.js';
+import type { CompletionSource, ContentContext, ToolCompletionSource } from './declarations.js';
+import { scopeOf } from '../lib/data-scope.js';
+import { recentWeeks, WEEK_KEYWORDS } from '../lib/weeks.js';
 
 /** How long the labels read from a tool are reused: a completion is asked for at every key stroke. */
 export const LABELS_TTL_MS = 60_000;

@@ -6,8 +6,8 @@
  */
 import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
-import type { ScopeGrants, Toolsets } from './auth/index.js';
-import type { Config } from './config.js';
+import type { ScopeGrants, Toolsets } from '../auth/index.js';
+import type { Config } from '../config.js';
 import {
   parseConfigFile,
   readConfigFile,
@@ -16,13 +16,13 @@ import {
   type ConfigFile,
   type ConfigFileOptions,
   type ResolvedConfig,
-} from './config-file/index.js';
-import { ConfigError } from './errors.js';
-import { createLiveRegistry, type LiveRegistry } from './live-registry.js';
-import type { Logger } from './logger.js';
-import { createRegistry } from './registry/index.js';
-import { DEFAULT_SMALL_GROUP_THRESHOLD, type AnyTemplate, type QueryContext } from './registry/types.js';
-import type { AnyReport } from './reports.js';
+} from '../config-file/index.js';
+import { ConfigError } from '../lib/errors.js';
+import { createLiveRegistry, type LiveRegistry } from '../registry/live.js';
+import type { Logger } from '../lib/logger.js';
+import { createRegistry } from '../registry/index.js';
+import { DEFAULT_SMALL_GROUP_THRESHOLD, type AnyTemplate, type QueryContext } from '../registry/types.js';
+import type { AnyReport } from '../reports.js';
 
 /** Editors save by writing a new file and renaming it over the old one: several events, one reload. */
 const DEBOUNCE_MS = 200;

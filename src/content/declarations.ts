@@ -5,7 +5,7 @@
  * imports another for a type.
  */
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { Caller } from './caller.js';
+import type { Caller } from '../lib/caller.js';
 
 /** What resources, prompts and completions know of the request they answer. */
 export interface ContentContext {

@@ -4,10 +4,10 @@
  * cannot be admitted is refused with how long to wait, instead of piling up, and a refused call
  * costs its caller no rate token.
  */
-import { createTokenBuckets } from './lib/token-bucket.js';
+import { createTokenBuckets } from './token-bucket.js';
 
 // Transports and the app build their buckets through this module, as they always have.
-export { createTokenBuckets, type TokenBucket } from './lib/token-bucket.js';
+export { createTokenBuckets, type TokenBucket } from './token-bucket.js';
 
 export interface LimitsOptions {
   /** Calls each caller may make per minute; also the bucket's size, so a burst of that many passes. */

@@ -5,10 +5,10 @@
  * refusing at start-up a view documentation that names a personal column.
  */
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { ContentContext, ResourceTemplate } from './content-declarations.js';
-import { ArgumentError, ConfigError } from './errors.js';
-import { describeScope, scopeOf, type DataScope } from './lib/data-scope.js';
-import type { Pack, PersonalColumn } from './pack.js';
+import type { ContentContext, ResourceTemplate } from './declarations.js';
+import { ArgumentError, ConfigError } from '../lib/errors.js';
+import { describeScope, scopeOf, type DataScope } from '../lib/data-scope.js';
+import type { Pack, PersonalColumn } from '../pack.js';
 
 /** A resource whose URI never changes: listed by resources/list, read by resources/read. */
 export interface StaticResource {
