@@ -2,11 +2,5 @@
 export { checkRollupDeclaration } from './declaration.js';
 export type { DerivedFact, RollupDeclaration, RollupKey, RollupMeasure, RollupParent } from './declaration.js';
 export { rollupDrift } from './drift.js';
-export {
-  readRollupCatalog,
-  rollupGrantsMigration,
-  rollupMigration,
-  rollupRangeRebuildMigration,
-  rollupSumsTriggerMigration,
-} from './migration.js';
+export { readRollupCatalog, rollupGrantsMigration, rollupMigration } from './migration.js';
 export { rollupNames } from './base-rows.js';

@@ -9,13 +9,7 @@ import { ConfigError } from '../../lib/errors.js';
 import { checkRollupDeclaration, type RollupDeclaration } from './declaration.js';
 import { rangeRebuildDropStatements, rangeRebuildStatements } from './rebuilds.js';
 import { chainOf } from './base-rows.js';
-import {
-  createStatements,
-  dropStatements,
-  grantStatements,
-  sumsTriggerStatements,
-  type RollupCatalog,
-} from './statements.js';
+import { createStatements, dropStatements, grantStatements, type RollupCatalog } from './statements.js';
 
 async function run(db: Kysely<unknown>, statement: string): Promise<void> {
   await db.executeQuery(CompiledQuery.raw(statement));
@@ -173,33 +167,6 @@ export function rollupGrantsMigration(declarations: readonly RollupDeclaration[]
     async down(db: Kysely<unknown>): Promise<void> {
       const all = declarations.map((d) => ({ ...d, measures: d.measures.map((m) => ({ ...m, unread: undefined })) }));
       for (const d of all) for (const statement of grantStatements(d, reader)) await run(db, statement);
-    },
-  };
-}
-
-/**
- * Carries databases whose rollups were made before the range rebuild (statements.ts) to it: each
- * rollup with a time key gains `<name>_rebuild_range(from, before)`, as rollupMigration now makes it.
- */
-export function rollupRangeRebuildMigration(declarations: readonly RollupDeclaration[]): Migration {
-  return {
-    async up(db: Kysely<unknown>): Promise<void> {
-      for (const d of declarations) for (const statement of rangeRebuildStatements(d)) await run(db, statement);
-    },
-    async down(db: Kysely<unknown>): Promise<void> {
-      for (const d of declarations) for (const statement of rangeRebuildDropStatements(d)) await run(db, statement);
-    },
-  };
-}
-
-/**
- * Carries rollups made when their facts' trigger fired on every update to the one rollupMigration
- * makes now, which fires on the columns the rollup reads (statements.ts, sumsTrigger).
- */
-export function rollupSumsTriggerMigration(declarations: readonly RollupDeclaration[]): Migration {
-  return {
-    async up(db: Kysely<unknown>): Promise<void> {
-      for (const d of declarations) for (const statement of sumsTriggerStatements(d)) await run(db, statement);
     },
   };
 }

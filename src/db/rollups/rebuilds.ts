@@ -2,8 +2,7 @@
  * A declared rollup's rebuilds: the whole rollup made again from its base rows (or, for a derived
  * fact, mended where it differs), and a range rebuild: a month (any range of whole hours or days) of
  * the rollup made again from its own base rows, without the rest. rollupMigration makes them beside
- * the rollup (statements.ts makes the rest); rollupRangeRebuildMigration brings the range rebuild to
- * rollups made before it.
+ * the rollup (statements.ts makes the rest).
  */
 import { baseRowsQuery, q, rollupColumns, rollupNames, timeKey } from './base-rows.js';
 import type { RollupDeclaration } from './declaration.js';

@@ -388,19 +388,6 @@ function sumsTrigger(d: RollupDeclaration): { name: string; timing: string } {
   return { name: `${d.facts}_${d.name}_sums`, timing: `after insert or delete or ${update}` };
 }
 
-/**
- * Remakes the facts' own trigger of a rollup made before it fired only on the columns it reads
- * (sumsTrigger): the same function, the same name, the narrower event.
- */
-export function sumsTriggerStatements(d: RollupDeclaration): string[] {
-  const names = rollupNames(d);
-  const sums = sumsTrigger(d);
-  return [
-    `drop trigger ${q(sums.name)} on ${names.base(d.facts)}`,
-    `create trigger ${q(sums.name)} ${sums.timing} on ${names.base(d.facts)} for each row execute function ${names.facts}()`,
-  ];
-}
-
 function triggers(d: RollupDeclaration, catalog: RollupCatalog): TriggerSpec[] {
   const names = rollupNames(d);
   const chain = chainOf(d);
