@@ -5,7 +5,8 @@
  * each written through its own triggers, then migrated. Every rollup the design had is the same after as before, every rollup
  * equals the base rows summed here by the admin; no hand-written trigger or function is left, every
  * trigger on the sales tables runs a function the engine made for a declared rollup (on a fresh
- * install too); and writes after the move keep the rollups exact.
+ * install too) but one of the database's own, which stays; and writes after the move keep the
+ * rollups exact.
  */
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -229,6 +230,12 @@ describe.each(DESIGNS)('0022 on the rollups as $upTo left them', ({ upTo, rollup
   it('keeps every figure, drops every hand-written trigger, and keeps the rollups exact after', async () => {
     // The old design, written through its own triggers.
     await write(0);
+    // A trigger of the database's own on a sales table, which 0022 must leave alone.
+    await admin.query(`create table sales.order_log (order_id bigint not null);
+      create function sales.log_order() returns trigger language plpgsql as $$
+        begin insert into sales.order_log values (new.id); return null; end $$;
+      create trigger orders_log after insert on sales.orders for each row execute function sales.log_order()`);
+    const own = 'sales.orders orders_log sales.log_order';
     const before = await triggers();
     for (const trigger of handWritten) expect(before).toContain(trigger);
     expect(notTheEngines(before).length).toBeGreaterThan(5);
@@ -244,7 +251,7 @@ describe.each(DESIGNS)('0022 on the rollups as $upTo left them', ({ upTo, rollup
     for (const n of rollups) expect(after[n], n).toEqual(kept[n]);
     expect(after.category_days!.length).toBeGreaterThan(100);
     const list = await triggers();
-    expect(notTheEngines(list)).toEqual([]);
+    expect(notTheEngines(list)).toEqual([own]);
     for (const rollup of ['order_hours', 'region_days', 'region_hours']) {
       expect(list).toContain(`sales.orders orders_${rollup}_sums sales.${rollup}_facts`);
     }
@@ -264,9 +271,13 @@ describe.each(DESIGNS)('0022 on the rollups as $upTo left them', ({ upTo, rollup
     const { rows: tables } = await admin.query(`select to_regclass('sales.product_touches') as t`);
     expect(tables).toEqual([{ t: null }]);
 
-    // Written through the engine's triggers now.
+    // Written through the engine's triggers now, and through the database's own.
+    const logged = async (): Promise<number> =>
+      (await admin.query<{ n: number }>('select count(*)::int as n from sales.order_log')).rows[0]!.n;
+    const loggedBefore = await logged();
     await write(5);
     expect(await snapshot()).toEqual(await fromOrders());
+    expect(await logged()).toBe(loggedBefore + 3);
   }, 180_000);
 });
 
