@@ -114,12 +114,9 @@ export function createCallLimits(options: LimitsOptions): CallLimits {
   };
 
   const admitted = (state: CallerState): Admission => {
-    let released = false;
     return {
       ok: true,
-      release: () => {
-        if (released) return;
-        released = true;
+      release: once(() => {
         state.running--;
         forgetIfIdle(state);
         const next = nextWaiter();
@@ -134,7 +131,7 @@ export function createCallLimits(options: LimitsOptions): CallLimits {
             drained = [];
           }
         }
-      },
+      }),
     };
   };
 
@@ -262,18 +259,25 @@ export function createSubscriptionLimits(options: SubscriptionLimitsOptions): Su
       if (total >= options.total) return { ok: false, reason: `the server holds ${options.total} open streams` };
       byCaller.set(callerId, mine + 1);
       total++;
-      let released = false;
       return {
         ok: true,
-        release: () => {
-          if (released) return;
-          released = true;
+        release: once(() => {
           total--;
           const left = (byCaller.get(callerId) ?? 1) - 1;
           if (left === 0) byCaller.delete(callerId);
           else byCaller.set(callerId, left);
-        },
+        }),
       };
     },
+  };
+}
+
+/** A release that does its work the first time it is called, and nothing after: a slot is given back once. */
+function once(release: () => void): () => void {
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    release();
   };
 }
