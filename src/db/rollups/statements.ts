@@ -40,6 +40,11 @@
  *   rows that differ, which the rollups above follow.
  * The triggers run as the owner, so a writer needs no rights on the rollup. Writers of facts of one
  * rollup row queue on it (READ COMMITTED) or the later is refused (above).
+ *
+ * It stays one file past 400 lines: the facts' trigger, the parents' triggers, the touches and the
+ * derived fact's locks are one design, each taking its locks in an order the others rely on, and
+ * that order is read here in one place. Names and base rows (base-rows.ts) and the rebuilds
+ * (rebuilds.ts) take no lock of a writer's and live apart.
  */
 import {
   aggregateMeasure,
