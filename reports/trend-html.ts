@@ -4,7 +4,7 @@
  * figure is the JSON report's own, only laid out.
  */
 import { formatMoney, formatNumber, signed } from '../src/render/figures.js';
-import { htmlId, htmlPage, htmlTable, markup } from '../src/render/html.js';
+import { htmlId, htmlNotes, htmlPage, htmlTable, markup } from '../src/render/html.js';
 import { lineChart } from '../src/render/svg.js';
 import type { SalesTrendReport } from './trend-shape.js';
 import { trendCurrencies } from './trend-markdown.js';
@@ -51,7 +51,7 @@ export function trendHtml(r: SalesTrendReport): string {
   const body = markup`<header>
 <h1>${title}</h1>
 <p class="meta">${r.weeks} ISO weeks, ${r.start_date} to ${r.end_date}${partial}, time zone ${r.time_zone}.</p>
-</header>
+${htmlNotes(r)}</header>
 ${sections.length > 0 ? sections : markup`<p class="lead">No sales in these weeks.</p>`}
 <footer><p class="note">Revenue is net of cancelled and refunded orders; the change is against the week before; money is never added across currencies. Data as of ${r.data_as_of}.</p></footer>`;
   return htmlPage({ title, body });

@@ -3,7 +3,7 @@
  * each currency, since money is never added across currencies. Every figure is the JSON report's own.
  */
 import { signed } from '../src/render/figures.js';
-import { markdownScopeNote, markdownTable, markdownText } from '../src/render/markdown.js';
+import { markdownNotes, markdownTable, markdownText } from '../src/render/markdown.js';
 import type { SalesTrendReport } from './trend-shape.js';
 
 /** The currencies of a trend's rows, in the order the rows give them. */
@@ -17,7 +17,7 @@ export function trendMarkdown(r: SalesTrendReport): string {
     '',
     `${r.weeks} ISO weeks, ${r.start_date} to ${r.end_date}${r.partial ? ' (the last week is still running)' : ''}, time zone ${r.time_zone}.`,
     '',
-    ...markdownScopeNote(r),
+    ...markdownNotes(r),
   ];
   const currencies = trendCurrencies(r);
   if (currencies.length === 0) parts.push('No sales in these weeks.', '');

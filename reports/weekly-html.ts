@@ -5,7 +5,7 @@
  * top products, categories and notable days. Every figure is the JSON report's own, only laid out.
  */
 import { formatMoney, formatNumber, signed } from '../src/render/figures.js';
-import { htmlId, htmlPage, htmlTable, markup, type Markup } from '../src/render/html.js';
+import { htmlId, htmlNotes, htmlPage, htmlTable, markup, type Markup } from '../src/render/html.js';
 import { barChart } from '../src/render/svg.js';
 import { METRIC_NAMES } from './weekly-markdown.js';
 import type { WeeklySalesReport } from './weekly-shape.js';
@@ -194,7 +194,7 @@ export function weeklyHtml(r: Report): string {
   const body = markup`<header>
 <h1>Weekly sales report ${r.week}</h1>
 <p class="meta">${r.start_date} to ${r.end_date}${partial}, time zone ${r.time_zone}. Compared with the same days of the week before (${r.last_week.start_date} to ${r.last_week.end_date}) and 52 weeks before (${r.year_ago.start_date} to ${r.year_ago.end_date}).</p>
-<p class="lead">${r.summary}</p>
+${htmlNotes(r)}<p class="lead">${r.summary}</p>
 </header>
 <section>
 <h2>Figures</h2>

@@ -3,7 +3,7 @@
  * `querygate report weekly --format md` writes. Every figure is the JSON report's own, only laid out.
  */
 import { signed } from '../src/render/figures.js';
-import { markdownScopeNote, markdownTable as table } from '../src/render/markdown.js';
+import { markdownNotes, markdownTable as table } from '../src/render/markdown.js';
 import type { WeeklySalesReport } from './weekly-shape.js';
 
 type Report = WeeklySalesReport;
@@ -24,7 +24,7 @@ export function weeklyMarkdown(r: Report): string {
     '',
     `${r.start_date} to ${r.end_date}${r.partial ? ` (partial: through ${r.through_date})` : ''}, time zone ${r.time_zone}.`,
     '',
-    ...markdownScopeNote(r),
+    ...markdownNotes(r),
     `**${r.summary}**`,
     '',
     `## Figures`,

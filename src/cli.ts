@@ -30,10 +30,12 @@ const USAGE = `Usage:
                                          MCP over Streamable HTTP at /mcp
   querygate serve ... --allow-unsafe-role
                                          serve even if the reader role fails the safety check
-  querygate report <name> [--<argument> VALUE ...] [--format md|json|html] [--out FILE]
+  querygate report <name> [--<argument> VALUE ...] [--format md|json|html|csv[,...]] [--out FILE]
+                  [--stale-after 36h] [--data-scope DIMENSION=VALUE[,VALUE...]]
                                          run one of the served reports once (weekly, trend: querygate
-                                         report --help lists them) as the reader role, for cron; exits 2
-                                         when an argument is refused, 1 when the database fails
+                                         report --help lists them) as the reader role, for cron; each
+                                         failure has its exit code (2 a refused argument, 3 a refused
+                                         login, 4 no database, 5 stale data; report --help lists them)
   querygate doctor                       check that the reader role is safe, and EXPLAIN each tool over
                                          its widest arguments; exits 1 when unsafe or over a pack's ceiling
   querygate migrate                      apply the packs' migrations (ADMIN_DATABASE_URL, or the

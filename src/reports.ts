@@ -44,7 +44,17 @@ export interface ReportContext extends QueryContext {
  * A report's answer as a call returns it: its output, with the registry's data_as_of, and the
  * caller's data scope when it sees part of the data.
  */
-export type ReportAnswer<Output> = Output & { readonly data_as_of: string; readonly data_scope?: DataScope };
+export type ReportAnswer<Output> = Output & {
+  readonly data_as_of: string;
+  /** The newest data (ISO 8601), when the report's pack declares its high-water mark; null when it holds none. */
+  readonly data_through?: string | null;
+  readonly data_scope?: DataScope;
+  /**
+   * Set by the report command, never by a tool call, when the newest data are older than the report's
+   * bound (`stale_after`): the sentence that says so, which every format shows (src/render/notes.ts).
+   */
+  readonly stale_feed?: string;
+};
 
 /**
  * A report laid out for a person, from its answer alone: every figure is the answer's own. The

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { templates } from '../queries/index.js';
 import type { AnyTemplate } from '../src/registry/index.js';
 import { startHarness, textOf, type Harness } from './support/harness.js';
+import { ALL_PACKS, readerUrlFor } from './support/packs.js';
 import { createScratchDatabase, type ScratchDatabase } from './support/scratch.js';
 
 let harness: Harness;
@@ -58,6 +59,29 @@ describe('a database that is down', () => {
       expect(JSON.stringify(down.logs)).not.toContain('secret-pw');
     } finally {
       await down.close();
+    }
+  });
+});
+
+describe('a database that refuses the password', () => {
+  it('says the login was refused, not that the database is down, so that nobody waits for it to come back', async () => {
+    const url = new URL(readerUrlFor(ALL_PACKS.find((p) => p.name === 'sales')!));
+    url.password = 'rotated-yesterday';
+    const refused = await startHarness({ readerUrl: url.toString() });
+    try {
+      const result = await refused.call('query_order_count', week);
+      expect(result.isError).toBe(true);
+      const text = textOf(result);
+      expect(text).toMatch(
+        /^The database refused the server's login or a permission the query needs\. Retrying will not help until an operator fixes the credentials or the grants; report the request id\. \(code: database_refused, request_id: [0-9a-f-]{36}\)$/,
+      );
+      expectSafe(text);
+      expect(refused.audits.at(-1)).toMatchObject({ outcome: 'failed', error_code: 'database_refused' });
+      // PostgreSQL's own code for a wrong password, in the log only.
+      expect(refused.logs.find((line) => line.msg === 'tool call failed')).toMatchObject({ code: '28P01' });
+      expect(JSON.stringify(refused.logs)).not.toContain('rotated-yesterday');
+    } finally {
+      await refused.close();
     }
   });
 });

@@ -156,6 +156,7 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
     }),
     ctx: live.ctx,
     isReady: gate.ready,
+    unready: gate.unready,
     shutdown: stopping.signal,
   };
   const jobs = jobServiceOf(config, { jobStore, jobsUrl: database.jobsUrl }, deps, gate.ready, logger);

@@ -7,7 +7,7 @@ import {
   type ReaderScope,
   type SafetyCheck,
 } from '../db/doctor/index.js';
-import { ConfigError, classifyDatabaseError } from '../lib/errors.js';
+import { ConfigError, classifyDatabaseError, PermissionError, type InfraError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { compareZoneRules } from './zone-rules-report.js';
 
@@ -29,6 +29,8 @@ export interface RoleGateOptions {
 /** The server is ready once its roles are proven safe (or the operator chose to serve an unsafe one). */
 export interface RoleGate {
   readonly ready: () => boolean;
+  /** Why the last check could not run (the database unreachable, or refusing the login), while not ready. */
+  readonly unready: () => InfraError | undefined;
   /** The first check; when the database does not answer, it is retried with backoff, after this resolves. */
   start(): Promise<void>;
   /** No retry after this. */
@@ -42,13 +44,17 @@ export interface RoleGate {
 export function createRoleGate(options: RoleGateOptions, logger: Logger): RoleGate {
   const { readerUrl, target, jobsUrl, scope, reader } = options;
   let ready = false;
+  let failure: InfraError | undefined;
   let retry: NodeJS.Timeout | undefined;
   const judge = (checks: SafetyCheck[]): void => {
     // A pack's declaration the database cannot serve, on a role otherwise safe: the author's mistake,
     // refused in one line (an unsafe role is refused first, with every finding in its report).
     const mistake = checks.find((c) => !c.ok && c.declaration);
     const roleFails = checks.some((c) => !c.ok && !c.outsideDatabase && !c.declaration);
-    if (mistake && !roleFails && !options.allowUnsafeRole) throw new ConfigError(`${mistake.detail}; ${mistake.fix}`);
+    if (mistake && !roleFails && !options.allowUnsafeRole) {
+      const message = `${mistake.detail}; ${mistake.fix}`;
+      throw mistake.permission ? new PermissionError(message) : new ConfigError(message);
+    }
     // A warning with a fix is worth acting on; one without (what any direct session may SET) is a
     // property of PostgreSQL, said once at info rather than warned about on every start.
     for (const check of checks.filter((c) => c.ok && c.warning)) {
@@ -90,8 +96,9 @@ export function createRoleGate(options: RoleGateOptions, logger: Logger): RoleGa
       await reader.execute({ sql: 'select 1', parameters: [] });
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
+      failure = classifyDatabaseError(err);
       logger.warn('database unavailable; calls fail until it answers', {
-        code: classifyDatabaseError(err).code,
+        code: failure.code,
         reason,
         retry_in_ms: delayMs,
       });
@@ -100,11 +107,13 @@ export function createRoleGate(options: RoleGateOptions, logger: Logger): RoleGa
       }, delayMs);
       return;
     }
+    failure = undefined;
     await compareZoneRules(reader, options.timeZone, logger);
     judge(checks);
   };
   return {
     ready: () => ready,
+    unready: () => (ready ? undefined : failure),
     start: () => attempt(1000),
     stop: () => clearTimeout(retry),
   };

@@ -1,32 +1,64 @@
 /**
  * `querygate report <command>`: one report of the served packs, run once (from cron, say) and written
- * as JSON, Markdown or HTML. It runs in the app `serve` builds (the database, the reader role and its
+ * in as many formats as asked (report-output.ts). It runs in the app `serve` builds (the database, the reader role and its
  * safety check, the configuration file, the limits) and calls the report through the registry's one
  * door, as an MCP client's tools/call does. A report names its command and its renderers itself
  * (src/reports.ts): nothing here knows a pack.
  *
  * Made for cron: the output alone on stdout (or in --out), nothing on stderr when all went well, a
- * progress bar only on a terminal, and a failure told in one line with its exit code: 2 for what the
- * caller can fix (the command line, an argument the report refuses, the configuration), 1 for the
- * rest (the database, a failed query, writing the output).
+ * progress bar only on a terminal, and a failure told in one line with an exit code of its own
+ * (REPORT_EXIT), so that a crontab or a CI step can tell a refused password from an outage, and a feed
+ * that stopped from a report that ran.
  */
-import { renameSync, rmSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { startApp } from '../app/index.js';
 import type { AuditLog } from '../observability/audit.js';
 import { CLI_CALLER_ID } from '../lib/caller-ids.js';
 import { loadConfig } from '../config.js';
-import { ConfigError } from '../lib/errors.js';
+import { ConfigError, PermissionError } from '../lib/errors.js';
 import { quote } from '../lib/date-range.js';
+import { describeDuration, DURATION_RULE, durationMs } from '../lib/durations.js';
 import { weekArgument } from '../lib/weeks.js';
 import { createLogger, silentLogger } from '../lib/logger.js';
 import { packsToServe } from '../packs.js';
 import type { AnyReport } from '../reports.js';
+import {
+  checkOutput,
+  DeliveryFailure,
+  formatsOf,
+  REPORT_FORMATS,
+  reportFiles,
+  writeReportFiles,
+  type ReportFormat,
+} from './report-output.js';
+import type { DataScope } from '../lib/data-scope.js';
+import { progressBar, type ProgressBar } from './progress-bar.js';
 
-export const REPORT_FORMATS = ['md', 'json', 'html'] as const;
-export type ReportFormat = (typeof REPORT_FORMATS)[number];
+/** The exit status of each outcome: docs/reports.md lists them, and `report --help` says them. */
+export const REPORT_EXIT = {
+  /** The report was written. */
+  done: 0,
+  /** Anything else went wrong: a query failed or timed out, the server was busy. */
+  failed: 1,
+  /** The caller can fix it: the command line, an argument the report refuses, the configuration. */
+  invalid: 2,
+  /** The database refused the login (a wrong or rotated password) or a permission the report needs. */
+  refused: 3,
+  /** The database could not be reached. */
+  unreachable: 4,
+  /** The newest data are older than the report's stale_after bound: written, with a warning in every format. */
+  stale: 5,
+  /** The report was made but could not be written where it was asked to go. */
+  undelivered: 6,
+} as const;
+type ReportExit = (typeof REPORT_EXIT)[keyof typeof REPORT_EXIT];
+
+/** The exit status of a call's failure, by its error code (src/lib/errors.ts). */
+const EXIT_OF_CODE: Readonly<Record<string, ReportExit>> = {
+  database_refused: REPORT_EXIT.refused,
+  database_unavailable: REPORT_EXIT.unreachable,
+};
 
 /** Who the audit log says called: the operator at this machine's shell or crontab. */
 const CALLER = { id: CLI_CALLER_ID } as const;
@@ -35,8 +67,13 @@ const CALLER = { id: CLI_CALLER_ID } as const;
 export interface ReportRequest {
   readonly report: AnyReport;
   readonly args: Record<string, unknown>;
-  readonly format: ReportFormat;
+  /** Each format asked for, once, in the order asked. */
+  readonly formats: readonly ReportFormat[];
   readonly out: string | undefined;
+  /** --stale-after, in milliseconds: overrides the configuration file's `reports.<name>.stale_after`. */
+  readonly staleAfterMs: number | undefined;
+  /** --data-scope: run as a caller who sees these values of each dimension only. */
+  readonly dataScope: DataScope | undefined;
 }
 
 /** One argument of a report as an option: `through_week` is `--through-week`. */
@@ -54,7 +91,7 @@ const WEEK_WORDS: Readonly<Record<string, string>> = { last: 'last_week', this: 
 /** A failure with its exit code; its message is the one line said on stderr. */
 class ReportFailure extends Error {
   constructor(
-    readonly exitCode: 1 | 2,
+    readonly exitCode: ReportExit,
     message: string,
   ) {
     super(message);
@@ -91,7 +128,7 @@ function optionsOf(report: AnyReport): ReportOption[] {
   };
   const shape: Record<string, z.ZodType> = report.input instanceof z.ZodObject ? report.input.shape : {};
   return Object.entries(schema.properties ?? {}).map(([argument, property]) => {
-    if (argument === 'format' || argument === 'out') {
+    if (['format', 'out', 'stale_after', 'data_scope'].includes(argument)) {
       throw new ConfigError(
         `report ${report.name}: an argument may not be called ${argument}, an option of the command`,
       );
@@ -113,10 +150,6 @@ function argumentValue(option: ReportOption, text: string): unknown {
   return text;
 }
 
-function formatsOf(report: AnyReport): ReportFormat[] {
-  return REPORT_FORMATS.filter((f) => f === 'json' || (f === 'md' ? report.render?.markdown : report.render?.html));
-}
-
 const usageLine = (report: AnyReport): string =>
   optionsOf(report)
     .map((o) => (o.required ? `${o.flag} VALUE` : `[${o.flag} VALUE]`))
@@ -127,12 +160,18 @@ export function reportUsage(reports: readonly AnyReport[]): string {
   const byCommand = reportCommands(reports);
   const width = Math.max(0, ...[...byCommand.keys()].map((c) => c.length));
   return [
-    'Usage: querygate report <name> [--<argument> VALUE ...] [--format md|json|html] [--out FILE]',
+    'Usage: querygate report <name> [--<argument> VALUE ...] [--format md|json|html|csv[,...]] [--out FILE]',
+    '                        [--stale-after 36h] [--data-scope DIMENSION=VALUE[,VALUE...]]',
     '',
     'Runs one report once, as a tool call of the reader role, and writes it to stdout or FILE (md by default).',
+    'Several formats (md,html,csv) come from the one run, written beside the stem --out names: --out week',
+    'writes week.md, week.html and a CSV file per table (week.about.csv, week.daily.csv, ...).',
     'A week is an ISO week (2026-W48), a day inside it (YYYY-MM-DD), last or this.',
-    'Exit status: 0 done; 2 a bad command line, an argument the report refuses or a configuration error;',
-    '1 the database or the report failed, or the output could not be written.',
+    '--stale-after (90m, 36h, 2d) fails a report whose newest data are older than that.',
+    '--data-scope runs it as a caller who sees those values only (region=Europe): every format says so.',
+    'Exit status: 0 done; 1 a query failed; 2 a bad command line, an argument the report refuses or a',
+    'configuration error; 3 the database refused the login or a permission; 4 the database is unreachable;',
+    '5 the data are stale (the report is written, with a warning); 6 the output could not be written.',
     '',
     'Reports served here:',
     ...[...byCommand].map(
@@ -151,10 +190,12 @@ export function parseReportCommand(argv: readonly string[], reports: readonly An
   const report = byCommand.get(command);
   if (!report) throw new ConfigError(`no report is called ${quote(command)}; the reports are ${names}`);
   const options = optionsOf(report);
-  const known = [...options.map((o) => o.flag), '--format', '--out'].join(', ');
+  const known = [...options.map((o) => o.flag), '--format', '--out', '--stale-after', '--data-scope'].join(', ');
   const args: Record<string, unknown> = {};
-  let format: ReportFormat = 'md';
+  let formats: ReportFormat[] = ['md'];
   let out: string | undefined;
+  let staleAfterMs: number | undefined;
+  const dataScope: Record<string, string[]> = {};
   const seen = new Set<string>();
   for (let k = 0; k < rest.length; k++) {
     const token = rest[k]!;
@@ -164,61 +205,41 @@ export function parseReportCommand(argv: readonly string[], reports: readonly An
     let value = match[2];
     if (value === undefined && rest[k + 1] !== undefined && !rest[k + 1]!.startsWith('--')) value = rest[++k];
     if (value === undefined) throw new ConfigError(`${flag} takes a value`);
-    if (seen.has(flag)) throw new ConfigError(`${flag} is given twice`);
+    if (seen.has(flag) && flag !== '--data-scope') throw new ConfigError(`${flag} is given twice`);
     seen.add(flag);
     if (flag === '--format') {
-      if (!(REPORT_FORMATS as readonly string[]).includes(value)) {
-        throw new ConfigError(`--format: ${quote(value)} is not one of ${REPORT_FORMATS.join(', ')}`);
+      const asked = value.split(',');
+      const unknown = asked.find((f) => !(REPORT_FORMATS as readonly string[]).includes(f));
+      if (unknown !== undefined) {
+        throw new ConfigError(`--format: ${quote(unknown)} is not one of ${REPORT_FORMATS.join(', ')}`);
       }
-      format = value as ReportFormat;
+      formats = [...new Set(asked as ReportFormat[])];
     } else if (flag === '--out') {
       out = value;
+    } else if (flag === '--data-scope') {
+      const scope = /^([a-z][a-z0-9_]*)=([^,]+(?:,[^,]+)*)$/.exec(value);
+      if (!scope) {
+        throw new ConfigError(`--data-scope: ${quote(value)} is not DIMENSION=VALUE[,VALUE...], such as region=Europe`);
+      }
+      if (dataScope[scope[1]!]) throw new ConfigError(`--data-scope: ${scope[1]} is given twice`);
+      dataScope[scope[1]!] = scope[2]!.split(',').map((v) => v.trim());
+    } else if (flag === '--stale-after') {
+      staleAfterMs = durationMs(value);
+      if (staleAfterMs === undefined) throw new ConfigError(`--stale-after: ${quote(value)} ${DURATION_RULE}`);
     } else {
       const option = options.find((o) => o.flag === flag);
       if (!option) throw new ConfigError(`report ${command} takes no ${flag}; it takes ${known}`);
       args[option.argument] = argumentValue(option, value);
     }
   }
-  if (!formatsOf(report).includes(format)) {
-    throw new ConfigError(`report ${command} has no ${format} form; it has ${formatsOf(report).join(', ')}`);
-  }
-  return { report, args, format, out };
-}
-
-/** The answer laid out in the asked format, by the report's own renderers. */
-export function renderReport(request: ReportRequest, answer: Record<string, unknown>): string {
-  const { render } = request.report;
-  if (request.format === 'md' && render?.markdown) return ensureNewline(render.markdown(answer as never));
-  if (request.format === 'html' && render?.html) return ensureNewline(render.html(answer as never));
-  return `${JSON.stringify(answer, null, 2)}\n`;
-}
-
-const ensureNewline = (text: string): string => (text.endsWith('\n') ? text : `${text}\n`);
-
-export interface ProgressBar {
-  update(done: number, total: number, message: string): void;
-  clear(): void;
-}
-
-/** A progress bar on a terminal; none where the stream is not one (under cron, in a pipe, in a file). */
-export function progressBar(
-  stream: Pick<NodeJS.WriteStream, 'isTTY' | 'columns' | 'write'>,
-  label: string,
-): ProgressBar | undefined {
-  if (!stream.isTTY) return undefined;
-  let shown = false;
+  checkOutput(report, formats, out);
   return {
-    update: (done, total, message) => {
-      const room = (stream.columns || 80) - label.length - message.length - 5;
-      const width = Math.max(10, Math.min(40, room));
-      const filled = Math.round((Math.min(done, total) / Math.max(total, 1)) * width);
-      stream.write(`\r\x1b[2K${label} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${message}`);
-      shown = true;
-    },
-    clear: () => {
-      if (shown) stream.write('\r\x1b[2K');
-      shown = false;
-    },
+    report,
+    args,
+    formats,
+    out,
+    staleAfterMs,
+    dataScope: Object.keys(dataScope).length === 0 ? undefined : dataScope,
   };
 }
 
@@ -232,20 +253,26 @@ function reasonOf(result: CallToolResult): string {
 
 const oneLine = (text: string): string => text.split('\n')[0]!.trim();
 
-/** Writes beside the file and renames over it, so that a reader never sees half a report. */
-function writeFileWhole(path: string, text: string): void {
-  const temporary = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
-  try {
-    writeFileSync(temporary, text);
-    renameSync(temporary, path);
-  } catch (err) {
-    rmSync(temporary, { force: true });
-    throw new ReportFailure(1, `cannot write ${path}: ${(err as Error).message}`);
-  }
-}
+const minute = (ms: number): string => `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 
-const writeStdout = (text: string): Promise<void> =>
-  new Promise((resolve, reject) => process.stdout.write(text, (err) => (err ? reject(err) : resolve())));
+/**
+ * Why an answer is stale, when its newest data are older than the bound at `nowMs`; undefined when
+ * fresh. A report whose pack declares no high-water mark cannot be held to a bound, and says so.
+ */
+export function staleness(answer: Record<string, unknown>, boundMs: number, nowMs: number): string | undefined {
+  if (!('data_through' in answer)) {
+    throw new ConfigError(
+      'stale_after: this report has no data_through (its pack declares no high-water mark), so its freshness cannot be checked; leave stale_after out',
+    );
+  }
+  const bound = describeDuration(boundMs);
+  if (answer.data_through === null) return `No data at all: the feed has delivered nothing (bound: ${bound}).`;
+  const through = Date.parse(answer.data_through as string);
+  if (nowMs - through <= boundMs) return undefined;
+  const hours = Math.floor((nowMs - through) / 3_600_000);
+  const age = hours >= 48 ? `${Math.floor(hours / 24)} days` : `${hours} hours`;
+  return `Stale data: the newest data are from ${minute(through)}, ${age} before this report ran (${minute(nowMs)}), older than its bound of ${bound}. The figures stop there.`;
+}
 
 /** A report call leaves no line on stderr unless QUERYGATE_AUDIT_LOG names a file to keep it in. */
 const NO_AUDIT: AuditLog = { write: () => undefined, close: () => undefined };
@@ -266,7 +293,7 @@ export async function reportCommand(argv: readonly string[]): Promise<number> {
     const { packs, paths, file } = await packsToServe(config);
     const reports = packs.flatMap((p) => p.reports ?? []);
     if (argv[0] === '--help' || argv[0] === '-h') {
-      await writeStdout(`${reportUsage(reports)}\n`);
+      await writeReportFiles([{ path: undefined, text: `${reportUsage(reports)}\n` }]);
       return 0;
     }
     const request = parseReportCommand(argv, reports);
@@ -283,40 +310,64 @@ export async function reportCommand(argv: readonly string[]): Promise<number> {
       if (!app.deps.registry.tools.some((t) => t.name === request.report.name)) {
         throw new ConfigError(`${request.report.name} is not served: the configuration file leaves it out`);
       }
+      const dimensions = app.deps.registry.dataScopeDimensions;
+      for (const dimension of Object.keys(request.dataScope ?? {})) {
+        if (!dimensions.has(dimension)) {
+          throw new ConfigError(
+            `--data-scope: ${quote(dimension)} is not a data-scope dimension of the served packs (${dimensions.size === 0 ? 'they declare none' : [...dimensions].join(', ')})`,
+          );
+        }
+      }
       bar = progressBar(process.stderr, request.report.name);
       let outcome: unknown;
+      let errorCode: string | undefined;
       const result = await app.deps.registry.call(
         request.report.name,
         request.args,
         config.auditLog === undefined ? { ...app.deps, audit: NO_AUDIT } : app.deps,
         {
-          caller: CALLER,
+          caller: request.dataScope ? { ...CALLER, dataScope: request.dataScope } : CALLER,
           signal: stopping.signal,
-          report: (_level, data) => (outcome = data.outcome),
+          report: (_level, data) => {
+            outcome = data.outcome;
+            if (typeof data.error_code === 'string') errorCode = data.error_code;
+          },
           ...(bar ? { progress: bar.update } : {}),
         },
       );
       bar?.clear();
-      if (result.isError) throw new ReportFailure(outcome === 'rejected' ? 2 : 1, reasonOf(result));
+      if (result.isError) {
+        const code = errorCode === undefined ? undefined : EXIT_OF_CODE[errorCode];
+        throw new ReportFailure(
+          outcome === 'rejected' ? REPORT_EXIT.invalid : (code ?? REPORT_EXIT.failed),
+          reasonOf(result),
+        );
+      }
       answer = result.structuredContent!;
     } finally {
       await app.stop();
     }
-    const text = renderReport(request, answer);
-    if (request.out === undefined) await writeStdout(text);
-    else writeFileWhole(request.out, text);
-    return 0;
+    const boundMs = request.staleAfterMs ?? file?.reports[request.report.name]?.staleAfterMs;
+    const stale = boundMs === undefined ? undefined : staleness(answer, boundMs, Date.now());
+    if (stale !== undefined) answer = { ...answer, stale_feed: stale };
+    await writeReportFiles(reportFiles(request.report, request.formats, request.out, answer));
+    if (stale !== undefined) throw new ReportFailure(REPORT_EXIT.stale, stale);
+    return REPORT_EXIT.done;
   } catch (err) {
     bar?.clear();
     const failure =
       err instanceof ReportFailure
         ? err
-        : err instanceof ConfigError
-          ? new ReportFailure(2, oneLine(err.message))
-          : new ReportFailure(
-              1,
-              stopping.signal.aborted ? 'stopped by a signal' : oneLine(String((err as Error).message ?? err)),
-            );
+        : err instanceof DeliveryFailure
+          ? new ReportFailure(REPORT_EXIT.undelivered, oneLine(err.message))
+          : err instanceof PermissionError
+            ? new ReportFailure(REPORT_EXIT.refused, oneLine(err.message))
+            : err instanceof ConfigError
+              ? new ReportFailure(REPORT_EXIT.invalid, oneLine(err.message))
+              : new ReportFailure(
+                  REPORT_EXIT.failed,
+                  stopping.signal.aborted ? 'stopped by a signal' : oneLine(String((err as Error).message ?? err)),
+                );
     process.stderr.write(`querygate report: ${failure.message}\n`);
     return failure.exitCode;
   } finally {

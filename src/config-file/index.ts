@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { isTimeZone } from '../config.js';
 import { ConfigError } from '../lib/errors.js';
 import { MAX_ROWS } from '../lib/arguments.js';
+import { DURATION_RULE, durationMs } from '../lib/durations.js';
 import type { TemplateLimits } from '../registry/types.js';
 import { oauthSchema, oauthSettingsOf, type OAuthSettings } from './oauth.js';
 
@@ -48,6 +49,13 @@ export interface ConfigFile {
   readonly scopes: Readonly<Record<string, readonly string[]>>;
   /** The OAuth resource server's settings; without them only static tokens authenticate. Read at start-up. */
   readonly oauth: OAuthSettings | undefined;
+  /** Settings of the reports `querygate report` runs, by report name. */
+  readonly reports: Readonly<Record<string, ReportSettings>>;
+}
+
+export interface ReportSettings {
+  /** `stale_after`: a report whose newest data are older than this (milliseconds) fails as stale. */
+  readonly staleAfterMs?: number;
 }
 
 /** A pack the server could serve: its name, where it was loaded from (for `path` entries), its templates. */
@@ -147,6 +155,21 @@ function schema(options: ConfigFileOptions) {
         )
         .default({}),
       oauth: oauthSchema(wholeNumber, NAME).optional(),
+      reports: z
+        .record(
+          z.string(),
+          z.strictObject({
+            stale_after: z
+              .string({ error: 'must be a duration such as 36h' })
+              .refine((text) => durationMs(text) !== undefined, DURATION_RULE)
+              .optional(),
+          }),
+          {
+            error: (issue) =>
+              issue.code === 'invalid_type' ? 'must be a mapping of report names to settings' : undefined,
+          },
+        )
+        .default({}),
     },
     { error: 'must be a mapping' },
   );
@@ -205,6 +228,12 @@ export function parseConfigFile(value: unknown, options: ConfigFileOptions): Con
     smallGroupThreshold: file.small_group_threshold,
     scopes: file.scopes,
     oauth: file.oauth && oauthSettingsOf(file.oauth),
+    reports: Object.fromEntries(
+      Object.entries(file.reports).map(([report, { stale_after }]) => [
+        report,
+        stale_after === undefined ? {} : { staleAfterMs: durationMs(stale_after)! },
+      ]),
+    ),
   };
 }
 
@@ -305,6 +334,14 @@ export function resolveConfigFile(file: ConfigFile, available: readonly Availabl
   }
   for (const tool of Object.keys(file.limits)) {
     if (!served(tool)) problems.push(`${fieldPath(['limits', tool])}: "${tool}" is not a served tool`);
+  }
+  const reports = available.flatMap((p) => (p.reports ?? []).map((r) => r.name)).filter(served);
+  for (const report of Object.keys(file.reports)) {
+    if (!reports.includes(report)) {
+      problems.push(
+        `${fieldPath(['reports', report])}: "${report}" is not a served report (${reports.length === 0 ? 'none is served' : `the reports: ${reports.join(', ')}`})`,
+      );
+    }
   }
   if (problems.length > 0) throw refuse(problems);
   return { ...file, selection, tools };

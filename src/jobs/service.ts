@@ -92,8 +92,11 @@ export interface JobServiceOptions {
   readonly ready?: () => boolean;
 }
 
-/** Failures a later run can get past (the reader down or restarting, or a full pool): retried, not recorded. */
-const TRANSIENT_CODES: ReadonlySet<string> = new Set(['database_unavailable', 'busy']);
+/**
+ * Failures a later run can get past (the reader down or restarting, a full pool, a login refused while
+ * an operator mends a password or a grant): retried with backoff, not recorded.
+ */
+const TRANSIENT_CODES: ReadonlySet<string> = new Set(['database_unavailable', 'database_refused', 'busy']);
 const FIRST_RETRY_MS = 250;
 const LONGEST_RETRY_MS = 4000;
 

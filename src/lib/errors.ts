@@ -35,10 +35,12 @@ export class ArgumentError extends Error {
 }
 
 export type InfraErrorCode =
-  'database_unavailable' | 'timeout' | 'busy' | 'rate_limited' | 'query_failed' | 'shutting_down';
+  'database_unavailable' | 'database_refused' | 'timeout' | 'busy' | 'rate_limited' | 'query_failed' | 'shutting_down';
 
 const INFRA_TEXT: Record<InfraErrorCode, (retryAfter: number) => string> = {
   database_unavailable: () => 'The database is unavailable right now. Retry in a few seconds.',
+  database_refused: () =>
+    "The database refused the server's login or a permission the query needs. Retrying will not help until an operator fixes the credentials or the grants; report the request id.",
   timeout: () => 'The query timed out and was cancelled. Try a narrower date range, or retry later.',
   busy: (s) => `The server is busy. Retry in ${s} second${s === 1 ? '' : 's'}.`,
   rate_limited: (s) => `Too many calls: the rate limit is reached. Retry in ${s} second${s === 1 ? '' : 's'}.`,
@@ -94,6 +96,18 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * A configuration mistake that is a right the database withholds: the reader lacks a grant a served
+ * source needs. Still kind 3 (the server refuses to run); `querygate report` tells it apart, with the
+ * exit status of a refused login, since the same person fixes both.
+ */
+export class PermissionError extends ConfigError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PermissionError';
+  }
+}
+
 const UNAVAILABLE_NODE_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -117,9 +131,13 @@ export function classifyDatabaseError(err: unknown): InfraError {
   // Admission control never lets more calls run than the pool has connections, so a pool timeout
   // means a connection could not be opened in time: the database is unreachable.
   if (/timeout exceeded when trying to connect/i.test(message)) return new InfraError('database_unavailable', err);
+  // A wrong or rotated password (28P01), a role that may not log in (28000), a grant missing (42501):
+  // an operator's to fix, not an outage to wait out.
+  if (typeof code === 'string' && (code.startsWith('28') || code === '42501')) {
+    return new InfraError('database_refused', err);
+  }
   if (
-    (typeof code === 'string' &&
-      (code.startsWith('08') || code.startsWith('57P') || code === '53300' || code.startsWith('28'))) ||
+    (typeof code === 'string' && (code.startsWith('08') || code.startsWith('57P') || code === '53300')) ||
     (typeof code === 'string' && UNAVAILABLE_NODE_CODES.has(code)) ||
     /Connection terminated|connection timeout|Connection refused/i.test(message)
   ) {

@@ -10,6 +10,7 @@ import type { ReaderDatabase } from '../db/connect.js';
 import type { JobService, RunEnding } from '../jobs/service.js';
 import type { JobRow } from '../jobs/store.js';
 import type { Tokenizer } from '../lib/masking.js';
+import type { InfraError } from '../lib/errors.js';
 import type { CallLimits } from '../lib/limits.js';
 import type { Logger } from '../lib/logger.js';
 import type { QueryContext } from './types.js';
@@ -23,6 +24,8 @@ export interface CallDeps {
   readonly ctx: QueryContext;
   /** False until the start-up safety check has passed against a reachable database. */
   readonly isReady: () => boolean;
+  /** While not ready, why: the database unreachable or refusing the login; database_unavailable when unset. */
+  readonly unready?: () => InfraError | undefined;
   /** Aborted when a stopping server gives up waiting: calls still running are cancelled. */
   readonly shutdown?: AbortSignal;
   /** The clock `period` arguments are resolved by (milliseconds since the epoch); Date.now when unset. */

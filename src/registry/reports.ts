@@ -11,14 +11,15 @@ import { localToday } from '../lib/periods.js';
 import type { AnyReport, ReportContext, RunTemplate } from '../reports.js';
 import { admitted } from './call/admission.js';
 import { answer } from './call/answer.js';
+import { readDataThrough } from './call/data-through.js';
 import { describeIssues, OUTSIDE_DATA_SCOPE } from './call/issues.js';
 import { callRecord, type CallRecord } from './call/record.js';
 import type { Entry, ReportEntry } from './entries.js';
 import type { CallDeps, CallOptions } from './interface.js';
-import { DATA_AS_OF, DATA_SCOPE, scopable } from './outputs.js';
+import { DATA_AS_OF, DATA_SCOPE, DATA_THROUGH, scopable } from './outputs.js';
 import { resolvePeriods } from './periods.js';
 import { jsonSchema, outline } from './tools.js';
-import { TOOL_ANNOTATIONS, TOOL_NAME, type TemplateLimits } from './types.js';
+import { TOOL_ANNOTATIONS, TOOL_NAME, type HighWaterMark, type TemplateLimits } from './types.js';
 
 export interface ServedReports {
   readonly byName: ReadonlyMap<string, ReportEntry>;
@@ -53,6 +54,7 @@ export function serveReports(reports: readonly AnyReport[], templates: ReadonlyM
     if (!(report.output instanceof z.ZodObject)) throw new ConfigError(`${where}: output must be an object`);
     const output = report.output.extend({
       data_as_of: DATA_AS_OF,
+      ...(highWaterMark(report) ? { data_through: DATA_THROUGH } : {}),
       ...(scopable(report.uses) ? { data_scope: DATA_SCOPE } : {}),
     });
     byName.set(report.name, { report, output, knownArgs: Object.keys(inputSchema.properties ?? {}) });
@@ -69,6 +71,10 @@ export function serveReports(reports: readonly AnyReport[], templates: ReadonlyM
   }
   return { byName, tools, answers };
 }
+
+/** The high-water mark of the pack a report reads, when its templates declare one. */
+const highWaterMark = (report: AnyReport): HighWaterMark | undefined =>
+  report.uses.find((t) => t.dataThrough)?.dataThrough;
 
 /** Gives a report's run (or its check) the way to run one of its templates for one call. */
 export type RunFor = (
@@ -168,6 +174,14 @@ export async function runReport(
     let done = 0;
     let rowCount = 0;
     const dataAsOf = new Date().toISOString();
+    // Read before the figures, as a template's call reads it: they hold every row up to it.
+    const mark = highWaterMark(report);
+    const dataThrough = mark
+      ? await readDataThrough(mark, deps.db, signal, {
+          timeZone: deps.ctx.timeZone,
+          ...(scope ? { dataScope: scope } : {}),
+        })
+      : undefined;
     const run = runFor(report, deps, signal, nowMs, scope, (rows) => {
       rowCount += rows;
       done += 1;
@@ -178,6 +192,7 @@ export async function runReport(
     const checked = entry.output.safeParse({
       ...output,
       data_as_of: dataAsOf,
+      ...(dataThrough === undefined ? {} : { data_through: dataThrough }),
       ...(scope ? { data_scope: scope } : {}),
     });
     if (!checked.success) throw new ConfigError(`output does not match its schema: ${checked.error.message}`);

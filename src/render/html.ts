@@ -5,6 +5,7 @@
  * prints, with its tables beside its charts.
  */
 import { createHash } from 'node:crypto';
+import { reportNotes, type NotedAnswer } from './notes.js';
 
 const ESCAPES: Readonly<Record<string, string>> = {
   '&': '&amp;',
@@ -78,6 +79,14 @@ ${rows}</tbody>
 </table>`;
 }
 
+/**
+ * The notes to put in a page's header (src/render/notes.ts): a stale feed as a warning, a caller's data
+ * scope, so that no reader takes the figures for fresh or for the whole. Nothing otherwise.
+ */
+export function htmlNotes(answer: NotedAnswer): Markup {
+  return markup`${reportNotes(answer).map((note) => markup`<p class="notice ${note.kind}">${note.text}</p>\n`)}`;
+}
+
 /** The stylesheet of every report page; series colours stay apart in grey too, for printers. */
 const STYLE = `
 :root { --ink: #1b1f24; --muted: #57606a; --rule: #d0d7de; --head: #f3f5f7; --s0: #1f5fa8; --s1: #a7c1e0; }
@@ -88,6 +97,8 @@ h1 { font-size: 1.65rem; margin: 0 0 .3rem; }
 h2 { font-size: 1.2rem; margin: 2.2rem 0 .7rem; padding-bottom: .3rem; border-bottom: 1px solid var(--rule); }
 p { margin: .4rem 0; }
 .meta, .note, .empty { color: var(--muted); }
+.notice { margin: .8rem 0; padding: .5rem .8rem; border-left: 4px solid var(--muted); background: var(--head); }
+.notice.stale { border-left-color: #b3261e; background: #fdecea; font-weight: 600; }
 .lead { font-size: 1.05rem; font-weight: 600; }
 .pair { display: grid; grid-template-columns: minmax(0, 1fr) auto; gap: 1.5rem; align-items: start;
   margin-bottom: 1.2rem; }

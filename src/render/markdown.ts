@@ -3,7 +3,7 @@
  * from the database (a name, a category) may hold any character; escaped, it can neither end its cell
  * nor become markup, a link or HTML in whatever renders the text.
  */
-import { describeScope, type DataScope } from '../lib/data-scope.js';
+import { reportNotes, type NotedAnswer } from './notes.js';
 
 /** Text as Markdown that shows it as it is: its punctuation backslash-escaped, its lines joined. */
 export function markdownText(text: string): string {
@@ -17,12 +17,14 @@ export function markdownCell(value: string | number | null | undefined): string 
 }
 
 /**
- * For the answer of a caller who sees part of the data: the paragraph that says which part, to put
- * under the title, so that no reader takes the figures for the whole. Nothing for anyone else.
+ * The paragraphs to put under the title (src/render/notes.ts): a stale feed in bold, a caller's data
+ * scope in italics, so that no reader takes the figures for fresh or for the whole. Nothing otherwise.
  */
-export function markdownScopeNote(answer: { readonly data_scope?: DataScope }): string[] {
-  if (answer.data_scope === undefined) return [];
-  return [`_Data scope: ${markdownText(describeScope(answer.data_scope))}. The figures cover those rows only._`, ''];
+export function markdownNotes(answer: NotedAnswer): string[] {
+  return reportNotes(answer).flatMap((note) => [
+    note.kind === 'stale' ? `**Warning: ${markdownText(note.text)}**` : `_${markdownText(note.text)}_`,
+    '',
+  ]);
 }
 
 /** A table, or a line saying there is nothing to show. */

@@ -6,7 +6,7 @@
  * their exit codes and one line on stderr, and a run leaves nothing on stderr or beside its output.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -194,31 +194,98 @@ describe('querygate report weekly', () => {
   it('refuses a bad command line with exit code 2 before it reads the database', async () => {
     const closed = { DATABASE_URL: `postgres://querygate_reader:x@127.0.0.1:${await closedPort()}/nowhere` };
     for (const [args, message] of [
-      [['weekly', '--week', 'last', '--format', 'pdf'], '--format: "pdf" is not one of md, json, html'],
+      [['weekly', '--week', 'last', '--format', 'pdf'], '--format: "pdf" is not one of md, json, html, csv'],
+      [['weekly', '--week', 'last', '--format', 'md,pdf'], '--format: "pdf" is not one of md, json, html, csv'],
+      [
+        ['weekly', '--week', 'last', '--format', 'csv'],
+        '--format csv writes several files; give --out STEM (--out reports/week writes reports/week.about.csv and the others beside it)',
+      ],
+      [
+        ['weekly', '--week', 'last', '--format', 'md,html', '--out', 'week.html'],
+        "--out: with --format md,html it names the files' stem, without an extension (week, not week.html)",
+      ],
       [
         ['weekly', '--week', 'last', '--colour', 'red'],
-        'report weekly takes no --colour; it takes --week, --format, --out',
+        'report weekly takes no --colour; it takes --week, --format, --out, --stale-after, --data-scope',
       ],
       [['monthly'], 'no report is called "monthly"; the reports are weekly, trend'],
       [[], 'name a report: weekly, trend'],
+      [
+        ['weekly', '--week', 'last', '--stale-after', '0h'],
+        '--stale-after: "0h" is not a duration; give minutes, hours or days, such as 90m, 36h or 2d',
+      ],
       [['weekly', '--week'], '--week takes a value'],
-      [['weekly', 'last'], 'unexpected argument "last"; report weekly takes --week, --format, --out'],
+      [
+        ['weekly', 'last'],
+        'unexpected argument "last"; report weekly takes --week, --format, --out, --stale-after, --data-scope',
+      ],
     ] as const) {
       const run = await report([...args], closed);
       expect({ args, ...run }).toEqual({ args, code: 2, stdout: '', stderr: `querygate report: ${message}\n` });
     }
   });
 
-  it('fails with exit code 1 and one line when the database is unreachable, and writes no --out file', async () => {
+  it('fails with exit code 4 and one line when the database is unreachable, and writes no --out file', async () => {
     const out = join(dir, 'unreachable.html');
     const run = await report(['weekly', '--week', '2025-W24', '--format', 'html', '--out', out], {
       DATABASE_URL: `postgres://querygate_reader:x@127.0.0.1:${await closedPort()}/sales`,
     });
-    expect(run).toMatchObject({ code: 1, stdout: '' });
+    expect(run).toMatchObject({ code: 4, stdout: '' });
     expect(run.stderr).toMatch(
       /^querygate report: The database is unavailable right now\. Retry in a few seconds\. \(code: database_unavailable, request_id: [0-9a-f-]{36}\)\n$/,
     );
     expect(existsSync(out)).toBe(false);
+  });
+
+  it('fails with exit code 3 when the database refuses the password, not as an outage', async () => {
+    const url = new URL(scratch.readerUrl);
+    url.password = 'rotated-yesterday';
+    const out = join(dir, 'refused.html');
+    const run = await report(['weekly', '--week', '2025-W24', '--format', 'html', '--out', out], {
+      DATABASE_URL: url.toString(),
+    });
+    expect(run).toMatchObject({ code: 3, stdout: '' });
+    expect(run.stderr).toMatch(
+      /^querygate report: The database refused the server's login or a permission the query needs\. Retrying will not help until an operator fixes the credentials or the grants; report the request id\. \(code: database_refused, request_id: [0-9a-f-]{36}\)\n$/,
+    );
+    expect(run.stderr).not.toContain('rotated-yesterday');
+    expect(existsSync(out)).toBe(false);
+  });
+
+  it('fails with exit code 3 when the reader lacks a grant the report needs', async () => {
+    await scratch.admin.query('revoke select on reporting.orders from querygate_reader');
+    try {
+      const run = await report(['weekly', '--week', '2025-W24', '--format', 'json']);
+      expect(run).toMatchObject({ code: 3, stdout: '' });
+      // Found by the start-up check, before any figure is read: the source named, and the fix.
+      expect(run.stderr).toBe(
+        'querygate report: metrics of query_metrics: source orders: the reader cannot read its rows (permission denied for view orders); grant the reader SELECT on what the source reads, in a migration of the pack, or read it through a view the reader may read\n',
+      );
+    } finally {
+      await scratch.admin.query('grant select on reporting.orders to querygate_reader');
+    }
+  });
+
+  it('fails with exit code 1 when a query times out', async () => {
+    // An admin holds every order: the start-up checks pass over what they cannot lock (200 ms a probe,
+    // some 20 s in all), and the report's first query waits on the lock until the statement timeout
+    // cancels it.
+    await scratch.admin.query('begin');
+    try {
+      await scratch.admin.query('lock table sales.orders in access exclusive mode');
+      const run = await report(['weekly', '--week', '2025-W24'], { QUERYGATE_STATEMENT_TIMEOUT_MS: '300' });
+      expect(run).toMatchObject({ code: 1, stdout: '' });
+      expect(run.stderr).toMatch(/^querygate report: The query timed out and was cancelled\. .*\(code: timeout, /);
+    } finally {
+      await scratch.admin.query('rollback');
+    }
+  });
+
+  it('fails with exit code 6 when the output cannot be written, having run the report', async () => {
+    const out = join(dir, 'no-such-folder', 'week.md');
+    const run = await report(['weekly', '--week', '2025-W24', '--out', out]);
+    expect(run).toMatchObject({ code: 6, stdout: '' });
+    expect(run.stderr).toMatch(/^querygate report: cannot write .*no-such-folder\/week\.md: ENOENT: .*\n$/);
   });
 
   it('writes the audit line where QUERYGATE_AUDIT_LOG says, as the cli caller', async () => {
@@ -235,6 +302,247 @@ describe('querygate report weekly', () => {
       { type: 'audit', caller: 'cli', tool: 'weekly_sales_report', arguments: { week: '2025-W24' }, outcome: 'ok' },
       { type: 'audit', caller: 'cli', tool: 'weekly_sales_report', outcome: 'rejected', invalid_fields: ['week'] },
     ]);
+  });
+});
+
+/** The rows of a CSV text (RFC 4180: quoted cells, doubled quotes, CRLF), read back as text. */
+function csvRows(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let cell = '';
+  let quoted = false;
+  for (let k = 0; k < text.length; k++) {
+    const c = text[k]!;
+    if (quoted && c === '"' && text[k + 1] === '"') {
+      cell += '"';
+      k++;
+    } else if (c === '"') {
+      quoted = !quoted;
+    } else if (quoted) {
+      cell += c;
+    } else if (c === ',') {
+      row.push(cell);
+      cell = '';
+    } else if (c === '\r' && text[k + 1] === '\n') {
+      row.push(cell);
+      rows.push(row);
+      row = [];
+      cell = '';
+      k++;
+    } else {
+      cell += c;
+    }
+  }
+  expect(cell + row.join('')).toBe(''); // every line ended with CRLF
+  return rows;
+}
+
+/** A JSON figure as the CSV should hold it: a number as JSON writes it, nothing for null. */
+const csvOf = (value: unknown): string => (value === null || value === undefined ? '' : String(value));
+
+describe('querygate report --format with several formats', () => {
+  it('writes Markdown, HTML, JSON and a CSV file per table from one run, each with the same figures', async () => {
+    const folder = mkdtempSync(join(dir, 'several-'));
+    const stem = join(folder, 'week');
+    const run = await report(['weekly', '--week', '2025-W24', '--format', 'md,html,json,csv', '--out', stem]);
+    expect(run).toEqual({ code: 0, stdout: '', stderr: '' });
+    const tables = ['metrics', 'daily', 'top_products', 'regions', 'categories', 'notable_days'];
+    expect(readdirSync(folder).sort()).toEqual(
+      ['week.md', 'week.html', 'week.json', 'week.about.csv', ...tables.map((t) => `week.${t}.csv`)].sort(),
+    );
+    const answer = JSON.parse(readFileSync(`${stem}.json`, 'utf8')) as WeeklyReport & Record<string, unknown>;
+    checkWeeklyReport(data, answer, 'UTC', '2025-06-09', '2025-06-15');
+    // One run: the Markdown and the page carry the JSON's own instant, not another run's.
+    expect(readFileSync(`${stem}.md`, 'utf8')).toContain(`Data as of ${answer.data_as_of}.`);
+    expect(readFileSync(`${stem}.html`, 'utf8')).toContain(`Data as of ${answer.data_as_of}.`);
+    for (const table of tables) {
+      const rows = answer[table] as Record<string, unknown>[];
+      const [head, ...body] = csvRows(readFileSync(`${stem}.${table}.csv`, 'utf8'));
+      expect(head!.length).toBeGreaterThan(0);
+      expect({ table, body }).toEqual({ table, body: rows.map((row) => head!.map((column) => csvOf(row[column]))) });
+    }
+    // The hostile name comes back whole from between its quotes.
+    expect(csvRows(readFileSync(`${stem}.top_products.csv`, 'utf8')).some((row) => row.includes(HOSTILE.product))).toBe(
+      true,
+    );
+    const about = new Map(csvRows(readFileSync(`${stem}.about.csv`, 'utf8')).map(([field, value]) => [field, value]));
+    expect(about.get('field')).toBe('value');
+    expect(
+      Object.fromEntries(
+        ['week', 'start_date', 'end_date', 'time_zone', 'data_as_of', 'last_week.start_date'].map((f) => [
+          f,
+          about.get(f),
+        ]),
+      ),
+    ).toEqual({
+      week: '2025-W24',
+      start_date: '2025-06-09',
+      end_date: '2025-06-15',
+      time_zone: 'UTC',
+      data_as_of: answer.data_as_of,
+      'last_week.start_date': '2025-06-02',
+    });
+  });
+
+  it('writes the trend as CSV, one row per week and currency, equal to the raw orders', async () => {
+    const stem = join(mkdtempSync(join(dir, 'csv-')), 'weeks');
+    const run = await report([
+      'trend',
+      '--weeks',
+      '12',
+      '--through-week',
+      '2025-W24',
+      '--format',
+      'csv',
+      '--out',
+      stem,
+    ]);
+    expect(run).toEqual({ code: 0, stdout: '', stderr: '' });
+    const [head, ...body] = csvRows(readFileSync(`${stem}.rows.csv`, 'utf8'));
+    const expected = expectedTrendRows(data, 'UTC', '2025-03-24', 12, ['EUR', 'USD']);
+    expect(body).toHaveLength(expected.length);
+    const columns = Object.keys(expected[0]!);
+    expect(body.map((row) => columns.map((c) => row[head!.indexOf(c)]))).toEqual(
+      expected.map((row) => columns.map((c) => csvOf((row as Record<string, unknown>)[c]))),
+    );
+  });
+});
+
+describe('querygate report --data-scope', () => {
+  /** The raw orders of one region's customers, and their items: what a caller scoped to it may see. */
+  const only = (region: string): SalesData => {
+    const orders = data.orders.filter((o) => data.customers.get(o.customerId)?.region === region);
+    const ids = new Set(orders.map((o) => o.id));
+    return { ...data, orders, items: data.items.filter((i) => ids.has(i.orderId)) };
+  };
+
+  it('runs as a caller scoped to a region: its figures are the raw orders of its region, and every format says so', async () => {
+    const audit = join(dir, 'scoped-audit.log');
+    const json = await report(['weekly', '--week', '2025-W24', '--format', 'json', '--data-scope', 'region=Europe'], {
+      QUERYGATE_AUDIT_LOG: audit,
+    });
+    expect(json).toMatchObject({ code: 0, stderr: '' });
+    const answer = JSON.parse(json.stdout) as WeeklyReport & { data_scope: unknown };
+    expect(answer.data_scope).toEqual({ region: ['Europe'] });
+    expect(answer.regions.map((r) => r.region)).toEqual(answer.regions.map(() => 'Europe'));
+    checkWeeklyReport(only('Europe'), answer, 'UTC', '2025-06-09', '2025-06-15');
+    const md = await report(['weekly', '--week', '2025-W24', '--data-scope', 'region=Europe']);
+    expect(md.stdout).toContain('\n_Data scope: region: Europe. The figures cover those rows only._\n');
+    const html = await report(['weekly', '--week', '2025-W24', '--format', 'html', '--data-scope', 'region=Europe']);
+    expect(html.stdout).toContain(
+      '<p class="notice scope">Data scope: region: Europe. The figures cover those rows only.</p>',
+    );
+    // The operator's choice is on the audit line, as a token's scope is.
+    expect(JSON.parse(readFileSync(audit, 'utf8').trim())).toMatchObject({
+      caller: 'cli',
+      tool: 'weekly_sales_report',
+      data_scope: { region: ['Europe'] },
+      outcome: 'ok',
+    });
+  });
+
+  it('refuses a dimension the packs do not declare, and a scope that is no DIMENSION=VALUE, with exit code 2', async () => {
+    expect(await report(['weekly', '--week', '2025-W24', '--data-scope', 'country=DE'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'querygate report: --data-scope: "country" is not a data-scope dimension of the served packs (region)\n',
+    });
+    expect(await report(['weekly', '--week', '2025-W24', '--data-scope', 'region'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'querygate report: --data-scope: "region" is not DIMENSION=VALUE[,VALUE...], such as region=Europe\n',
+    });
+  });
+});
+
+describe('querygate report --stale-after', () => {
+  /** How old the newest order is now, in whole days, read by the admin, not by querygate. */
+  const ageInDays = async (): Promise<number> => {
+    const { rows } = await scratch.admin.query<{ newest: Date }>('select max(ordered_at) as newest from sales.orders');
+    return (Date.now() - rows[0]!.newest.getTime()) / 86_400_000;
+  };
+
+  it('writes a report whose data are older than the bound, says so in every format, and exits 5', async () => {
+    const bound = Math.floor(await ageInDays()) - 1;
+    const { rows } = await scratch.admin.query<{ newest: Date }>('select max(ordered_at) as newest from sales.orders');
+    const newest = `${rows[0]!.newest.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+    for (const format of ['json', 'md', 'html'] as const) {
+      const out = join(dir, `stale.${format}`);
+      const run = await report([
+        'weekly',
+        '--week',
+        '2025-W24',
+        '--format',
+        format,
+        '--out',
+        out,
+        '--stale-after',
+        `${bound}d`,
+      ]);
+      expect(run).toMatchObject({ code: 5, stdout: '' });
+      const sentence = new RegExp(
+        `^Stale data: the newest data are from ${newest}, \\d+ days before this report ran \\(\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2} UTC\\), older than its bound of ${bound} days\\. The figures stop there\\.$`,
+      );
+      expect(run.stderr).toMatch(/^querygate report: Stale data: /);
+      expect(run.stderr.slice('querygate report: '.length).trim()).toMatch(sentence);
+      const text = readFileSync(out, 'utf8');
+      if (format === 'json') {
+        const answer = JSON.parse(text) as WeeklyReport & { stale_feed: string; data_through: string };
+        expect(answer.stale_feed).toMatch(sentence);
+        expect(answer.data_through).toBe(rows[0]!.newest.toISOString());
+        checkWeeklyReport(data, answer, 'UTC', '2025-06-09', '2025-06-15');
+      } else if (format === 'md') {
+        expect(text).toMatch(
+          /^# Weekly sales report 2025-W24\n\n.*\n\n\*\*Warning: Stale data: the newest data are from /,
+        );
+      } else {
+        expect(text).toMatch(
+          /<p class="notice stale">Stale data: the newest data are from [^<]+<\/p>\n<p class="lead">/,
+        );
+      }
+    }
+  });
+
+  it('passes a report within the bound, from the command line or the configuration file', async () => {
+    const bound = Math.ceil(await ageInDays()) + 1;
+    const fresh = await report(['weekly', '--week', '2025-W24', '--format', 'json', '--stale-after', `${bound}d`]);
+    expect(fresh).toMatchObject({ code: 0, stderr: '' });
+    expect(fresh.stdout).not.toContain('stale_feed');
+    const config = join(dir, 'fresh.yaml');
+    writeFileSync(config, `reports:\n  sales_trend_report:\n    stale_after: ${bound * 24}h\n`);
+    expect(
+      await report(['trend', '--weeks', '4', '--through-week', '2025-W24'], { QUERYGATE_CONFIG: config }),
+    ).toMatchObject({
+      code: 0,
+      stderr: '',
+    });
+    writeFileSync(config, `reports:\n  sales_trend_report:\n    stale_after: ${bound - 3}d\n`);
+    const stale = await report(['trend', '--weeks', '4', '--through-week', '2025-W24'], { QUERYGATE_CONFIG: config });
+    expect(stale).toMatchObject({ code: 5 });
+    expect(stale.stdout).toMatch(/^# .*\n\n.*\n\n\*\*Warning: Stale data: /);
+  });
+
+  it('refuses a bound that is no duration, and one for a report not served, with exit code 2', async () => {
+    expect(await report(['weekly', '--week', 'last', '--stale-after', '36 hours'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        'querygate report: --stale-after: "36 hours" is not a duration; give minutes, hours or days, such as 90m, 36h or 2d\n',
+    });
+    const config = join(dir, 'bad-reports.json');
+    writeFileSync(config, JSON.stringify({ reports: { weekly_report: { stale_after: '2w' } } }));
+    const bad = await report(['weekly', '--week', 'last'], { QUERYGATE_CONFIG: config });
+    expect(bad).toMatchObject({ code: 2, stdout: '' });
+    expect(bad.stderr).toBe(
+      'querygate report: QUERYGATE_CONFIG reports.weekly_report.stale_after: is not a duration; give minutes, hours or days, such as 90m, 36h or 2d\n',
+    );
+    writeFileSync(config, JSON.stringify({ reports: { weekly_report: { stale_after: '2d' } } }));
+    expect(await report(['weekly', '--week', 'last'], { QUERYGATE_CONFIG: config })).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        'querygate report: QUERYGATE_CONFIG reports.weekly_report: "weekly_report" is not a served report (the reports: weekly_sales_report, sales_trend_report)\n',
+    });
   });
 });
 

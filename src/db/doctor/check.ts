@@ -30,6 +30,8 @@ export interface SafetyCheck {
    * line where the role is otherwise safe (--allow-unsafe-role serves anyway, as for the role's own).
    */
   readonly declaration?: boolean;
+  /** A declaration's failure because the reader lacks a grant (42501), not because the source is wrong. */
+  readonly permission?: boolean;
 }
 
 /** What the served packs let the reader read: their schemas, and the personal columns in them. */

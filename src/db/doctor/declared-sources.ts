@@ -77,6 +77,7 @@ export async function declaredSources({ client, scope }: ReaderUnderCheck): Prom
         name,
         ok: false,
         declaration: true,
+        ...(code === '42501' ? { permission: true } : {}),
         detail: `${probe.declaration}: the reader cannot read its rows (${message ?? String(err)})`,
         fix:
           code === '42501'

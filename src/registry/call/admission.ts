@@ -38,7 +38,7 @@ export async function admitted(
   const timer =
     limit?.timeoutMs === undefined ? undefined : setTimeout(() => ((timedOut = true), cancel()), limit.timeoutMs);
   try {
-    if (!deps.isReady()) return record.fail(new InfraError('database_unavailable'));
+    if (!deps.isReady()) return record.fail(deps.unready?.() ?? new InfraError('database_unavailable'));
     const { data, rowCount } = await work(abort.signal);
     record.audit('ok', { row_count: rowCount });
     return successResult(data);
