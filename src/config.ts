@@ -57,6 +57,8 @@ export interface Config {
   readonly subscriptionLifetimeSeconds: number;
   /** Audit log file (appended, mode 0600); undefined writes audit lines to stderr. */
   readonly auditLog: string | undefined;
+  /** The Chromium that prints PDF reports; undefined looks where Debian, Ubuntu and Google install it. */
+  readonly chromium: string | undefined;
   /** One bearer token for every tool. */
   readonly httpToken: string | undefined;
   /** JSON file of named bearer tokens with optional toolsets. */
@@ -140,6 +142,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxSubscriptions: positiveInt(env, 'QUERYGATE_MAX_STREAMS', 200),
     subscriptionLifetimeSeconds: positiveInt(env, 'QUERYGATE_STREAM_LIFETIME_SECONDS', 3600),
     auditLog: nonEmpty(env.QUERYGATE_AUDIT_LOG),
+    chromium: nonEmpty(env.QUERYGATE_CHROMIUM),
     httpToken: present(env, 'QUERYGATE_HTTP_TOKEN'),
     httpTokensFile: nonEmpty(env.QUERYGATE_HTTP_TOKENS_FILE),
     authFailuresPerMinute: positiveInt(env, 'QUERYGATE_AUTH_FAILURES_PER_MINUTE', 10),

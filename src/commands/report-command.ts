@@ -34,6 +34,7 @@ import {
 } from './report-output.js';
 import type { DataScope } from '../lib/data-scope.js';
 import { progressBar, type ProgressBar } from './progress-bar.js';
+import { findChromium, printPdf } from './report-pdf.js';
 
 /** The exit status of each outcome: docs/reports.md lists them, and `report --help` says them. */
 export const REPORT_EXIT = {
@@ -297,6 +298,8 @@ export async function reportCommand(argv: readonly string[]): Promise<number> {
       return 0;
     }
     const request = parseReportCommand(argv, reports);
+    // Before anything runs: a PDF asked for on a machine that cannot print one is refused at once.
+    const chromium = request.formats.includes('pdf') ? findChromium(config.chromium) : undefined;
     const app = await startApp(config, logger, {
       packs,
       packPaths: paths,
@@ -350,7 +353,14 @@ export async function reportCommand(argv: readonly string[]): Promise<number> {
     const boundMs = request.staleAfterMs ?? file?.reports[request.report.name]?.staleAfterMs;
     const stale = boundMs === undefined ? undefined : staleness(answer, boundMs, Date.now());
     if (stale !== undefined) answer = { ...answer, stale_feed: stale };
-    await writeReportFiles(reportFiles(request.report, request.formats, request.out, answer));
+    const files = await reportFiles(
+      request.report,
+      request.formats,
+      request.out,
+      answer,
+      chromium === undefined ? undefined : (html) => printPdf(chromium, html),
+    );
+    await writeReportFiles(files);
     if (stale !== undefined) throw new ReportFailure(REPORT_EXIT.stale, stale);
     return REPORT_EXIT.done;
   } catch (err) {

@@ -11,28 +11,28 @@ import { ConfigError } from '../lib/errors.js';
 import { csvFiles } from '../render/csv.js';
 import type { AnyReport } from '../reports.js';
 
-export const REPORT_FORMATS = ['md', 'json', 'html', 'csv'] as const;
+export const REPORT_FORMATS = ['md', 'json', 'html', 'csv', 'pdf'] as const;
 export type ReportFormat = (typeof REPORT_FORMATS)[number];
 
 /** One piece of output: the file it goes to, or stdout when `path` is undefined. */
 export interface ReportFile {
   readonly path: string | undefined;
-  readonly text: string;
+  readonly text: string | Uint8Array;
 }
 
 /** The report was made, but a file of it (or stdout) could not be written. */
 export class DeliveryFailure extends Error {}
 
-/** The formats a report has: JSON and CSV from any answer, Markdown and HTML from its own renderers. */
+/** The formats a report has: JSON and CSV from any answer, Markdown and HTML (and PDF) from its own renderers. */
 export function formatsOf(report: AnyReport): ReportFormat[] {
   return REPORT_FORMATS.filter((f) =>
-    f === 'md' ? report.render?.markdown : f === 'html' ? report.render?.html : true,
+    f === 'md' ? report.render?.markdown : f === 'html' || f === 'pdf' ? report.render?.html : true,
   );
 }
 
 /**
- * Checks the formats and `--out` together before anything runs: one format that is not CSV may go to
- * stdout or to a file; several, or CSV, need a stem to name their files by.
+ * Checks the formats and `--out` together before anything runs: one text format that is not CSV may
+ * go to stdout or to a file, a PDF to a file; several, or CSV, need a stem to name their files by.
  */
 export function checkOutput(report: AnyReport, formats: readonly ReportFormat[], out: string | undefined): void {
   const command = report.command ?? report.name;
@@ -43,13 +43,16 @@ export function checkOutput(report: AnyReport, formats: readonly ReportFormat[],
     );
   }
   const severalFiles = formats.length > 1 || formats[0] === 'csv';
-  if (!severalFiles) return;
+  if (!severalFiles) {
+    if (formats[0] === 'pdf' && out === undefined) throw new ConfigError('--format pdf writes a file; give --out FILE');
+    return;
+  }
   if (out === undefined) {
     throw new ConfigError(
       `--format ${formats.join(',')} writes several files; give --out STEM (--out reports/week writes reports/week.${formats[0] === 'csv' ? 'about.csv' : formats[0]} and the others beside it)`,
     );
   }
-  const extension = /\.(md|json|html|csv)$/i.exec(out);
+  const extension = /\.(md|json|html|csv|pdf)$/i.exec(out);
   if (extension) {
     throw new ConfigError(
       `--out: with --format ${formats.join(',')} it names the files' stem, without an extension (${out.slice(0, -extension[0].length)}, not ${out})`,
@@ -71,34 +74,42 @@ function tableColumns(report: AnyReport): Record<string, string[]> {
 
 const ensureNewline = (text: string): string => (text.endsWith('\n') ? text : `${text}\n`);
 
-/** The answer laid out in one format, by the report's own renderers or the engine's (JSON, CSV). */
-function rendered(report: AnyReport, format: Exclude<ReportFormat, 'csv'>, answer: Record<string, unknown>): string {
+/** The answer laid out in one text format, by the report's own renderers or the engine's (JSON). */
+function rendered(report: AnyReport, format: 'md' | 'html' | 'json', answer: Record<string, unknown>): string {
   if (format === 'md' && report.render?.markdown) return ensureNewline(report.render.markdown(answer as never));
   if (format === 'html' && report.render?.html) return ensureNewline(report.render.html(answer as never));
   return `${JSON.stringify(answer, null, 2)}\n`;
 }
 
-/** Every file of the answer in the formats asked for, checked by checkOutput. */
-export function reportFiles(
+/**
+ * Every file of the answer in the formats asked for, checked by checkOutput. A PDF is the HTML page
+ * printed by `print` (report-pdf.ts), given only when PDF is asked for.
+ */
+export async function reportFiles(
   report: AnyReport,
   formats: readonly ReportFormat[],
   out: string | undefined,
   answer: Record<string, unknown>,
-): ReportFile[] {
+  print?: (html: string) => Promise<Uint8Array>,
+): Promise<ReportFile[]> {
   const single = formats.length === 1 && formats[0] !== 'csv';
-  return formats.flatMap((format): ReportFile[] => {
+  const files: ReportFile[] = [];
+  for (const format of formats) {
     if (format === 'csv') {
-      return csvFiles(answer, tableColumns(report)).map((file) => ({
-        path: `${out}.${file.name}.csv`,
-        text: file.text,
-      }));
+      const tables = csvFiles(answer, tableColumns(report));
+      files.push(...tables.map((file) => ({ path: `${out}.${file.name}.csv`, text: file.text })));
+    } else if (format === 'pdf') {
+      if (!print) throw new ConfigError('--format pdf: nothing to print it with');
+      files.push({ path: single ? out : `${out}.pdf`, text: await print(rendered(report, 'html', answer)) });
+    } else {
+      files.push({ path: single ? out : `${out}.${format}`, text: rendered(report, format, answer) });
     }
-    return [{ path: single ? out : `${out}.${format}`, text: rendered(report, format, answer) }];
-  });
+  }
+  return files;
 }
 
 /** Writes beside the file and renames over it, so that a reader never sees half a report. */
-function writeFileWhole(path: string, text: string): void {
+function writeFileWhole(path: string, text: string | Uint8Array): void {
   const temporary = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
   try {
     writeFileSync(temporary, text);
@@ -109,7 +120,7 @@ function writeFileWhole(path: string, text: string): void {
   }
 }
 
-const writeStdout = (text: string): Promise<void> =>
+const writeStdout = (text: string | Uint8Array): Promise<void> =>
   new Promise((resolve, reject) =>
     process.stdout.write(text, (err) =>
       err ? reject(new DeliveryFailure(`cannot write stdout: ${err.message}`)) : resolve(),

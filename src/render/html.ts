@@ -58,7 +58,13 @@ export interface TableColumn {
   readonly numeric?: boolean;
 }
 
-/** A table of figures with its caption; a paragraph saying there is none when it has no rows. */
+/** Tables with more columns than this are laid out as a card per row on a phone (the stylesheet's `wide`). */
+const PHONE_COLUMNS = 4;
+
+/**
+ * A table of figures with its caption; a paragraph saying there is none when it has no rows. Each cell
+ * carries its column's title (`data-label`), which a phone shows beside it when the row becomes a card.
+ */
 export function htmlTable(table: {
   readonly id: string;
   readonly caption: string;
@@ -68,10 +74,13 @@ export function htmlTable(table: {
   if (table.rows.length === 0) return markup`<p class="empty" id="${table.id}">${table.caption}: none.</p>`;
   const numeric = (k: number): Markup | undefined => (table.columns[k]?.numeric ? markup` class="num"` : undefined);
   const head = table.columns.map((c, k) => markup`<th scope="col"${numeric(k)}>${c.title}</th>`);
+  const label = (k: number): string => table.columns[k]?.title ?? '';
   const rows = table.rows.map(
-    (row) => markup`<tr>${row.map((cell, k) => markup`<td${numeric(k)}>${cell ?? '–'}</td>`)}</tr>\n`,
+    (row) =>
+      markup`<tr>${row.map((cell, k) => markup`<td${numeric(k)} data-label="${label(k)}">${cell ?? '–'}</td>`)}</tr>\n`,
   );
-  return markup`<table id="${table.id}">
+  const wide = table.columns.length > PHONE_COLUMNS ? markup` class="wide"` : undefined;
+  return markup`<table id="${table.id}"${wide}>
 <caption>${table.caption}</caption>
 <thead><tr>${head}</tr></thead>
 <tbody>
@@ -104,6 +113,17 @@ p { margin: .4rem 0; }
   margin-bottom: 1.2rem; }
 .pair th, .pair td { white-space: nowrap; }
 @media (max-width: 60rem) { .pair { grid-template-columns: minmax(0, 1fr); } }
+@media (max-width: 30rem) {
+  body { font-size: 14px; padding: 1rem .6rem 2rem; }
+  h1 { font-size: 1.35rem; }
+  th, .pair th { white-space: normal; }
+  td:not(.num), .pair td:not(.num) { white-space: normal; overflow-wrap: anywhere; }
+  table.wide thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
+  table.wide tr { display: block; padding: .3rem 0; border-bottom: 1px solid var(--rule); }
+  table.wide td { display: flex; justify-content: space-between; gap: 1rem; border: 0; padding: .1rem .2rem;
+    text-align: right; }
+  table.wide td::before { content: attr(data-label); color: var(--muted); text-align: left; }
+}
 figure { margin: 0; }
 svg.chart { display: block; width: 100%; height: auto; font-family: inherit; }
 table { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nums; margin-bottom: 1rem; }
@@ -124,8 +144,11 @@ thead th { background: var(--head); font-weight: 600; }
   * { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
   h2 { break-after: avoid; }
   .pair, table, figure { break-inside: avoid; }
-  .pair { grid-template-columns: minmax(0, 1fr) auto; }
-  @page { margin: 1.5cm; }
+  .pair { grid-template-columns: minmax(0, 1fr); gap: .6rem; }
+  th, .pair th { white-space: normal; }
+  td:not(.num), .pair td:not(.num) { white-space: normal; overflow-wrap: anywhere; }
+  svg.chart { max-height: 9cm; }
+  @page { size: A4; margin: 1.5cm; }
 }
 `.trim();
 

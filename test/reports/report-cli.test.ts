@@ -194,8 +194,13 @@ describe('querygate report weekly', () => {
   it('refuses a bad command line with exit code 2 before it reads the database', async () => {
     const closed = { DATABASE_URL: `postgres://querygate_reader:x@127.0.0.1:${await closedPort()}/nowhere` };
     for (const [args, message] of [
-      [['weekly', '--week', 'last', '--format', 'pdf'], '--format: "pdf" is not one of md, json, html, csv'],
-      [['weekly', '--week', 'last', '--format', 'md,pdf'], '--format: "pdf" is not one of md, json, html, csv'],
+      [['weekly', '--week', 'last', '--format', 'docx'], '--format: "docx" is not one of md, json, html, csv, pdf'],
+      [['weekly', '--week', 'last', '--format', 'md,xlsx'], '--format: "xlsx" is not one of md, json, html, csv, pdf'],
+      [['weekly', '--week', 'last', '--format', 'pdf'], '--format pdf writes a file; give --out FILE'],
+      [
+        ['weekly', '--week', 'last', '--format', 'pdf', '--out', 'week.pdf'],
+        '--format pdf: QUERYGATE_CHROMIUM names /nowhere/chromium, which is not an executable; install Chromium there (apt-get install chromium) or name the one you have',
+      ],
       [
         ['weekly', '--week', 'last', '--format', 'csv'],
         '--format csv writes several files; give --out STEM (--out reports/week writes reports/week.about.csv and the others beside it)',
@@ -220,7 +225,7 @@ describe('querygate report weekly', () => {
         'unexpected argument "last"; report weekly takes --week, --format, --out, --stale-after, --data-scope',
       ],
     ] as const) {
-      const run = await report([...args], closed);
+      const run = await report([...args], { ...closed, QUERYGATE_CHROMIUM: '/nowhere/chromium' });
       expect({ args, ...run }).toEqual({ args, code: 2, stdout: '', stderr: `querygate report: ${message}\n` });
     }
   });

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BROWSER_TESTS, launchChromium } from '../support/browser.js';
+import { BROWSER_TESTS, CHROMIUM, launchChromium } from '../support/browser.js';
 import { runCli } from '../support/cli.js';
 import {
   addEuroOrders,
@@ -234,14 +234,67 @@ describe.skipIf(!BROWSER_TESTS)('report pages in headless Chromium', () => {
       ]);
   });
 
-  it('prints: the print stylesheet keeps the charts beside their tables, on pages of a PDF', async () => {
+  it('prints on A4 with each chart across the page above its table, legible, not a thumbnail beside it', async () => {
     const { file } = await write<WeeklyReport>('print', ['weekly', '--week', '2025-W24']);
     const { page } = await open(file);
     await page.emulateMedia({ media: 'print' });
+    // A4's width less its margins (210 mm - 2 x 15 mm) at 96 px an inch.
+    await page.setViewportSize({ width: 680, height: 1000 });
     const columns = await page.evaluate("getComputedStyle(document.querySelector('.pair')).gridTemplateColumns");
-    expect(String(columns).split(' ')).toHaveLength(2);
-    const pdf = await page.pdf({ format: 'A4' });
+    expect(String(columns).split(' ')).toHaveLength(1);
+    const widths = (await page.evaluate(
+      "Array.from(document.querySelectorAll('svg.chart'), (svg) => svg.getBoundingClientRect().width)",
+    )) as number[];
+    expect(widths.length).toBeGreaterThan(0);
+    for (const width of widths) expect(width).toBeGreaterThan(600);
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(680);
+    // The first sheet: A4's proportions (297 / 210) at this width.
+    const sheet = { x: 0, y: 0, width: 680, height: Math.round((680 * 297) / 210) };
+    if (SCREENSHOTS) await page.screenshot({ path: resolve(SCREENSHOTS, 'weekly-report-a4.png'), clip: sheet });
+    const pdf = await page.pdf({ preferCSSPageSize: true });
     expect(pdf.subarray(0, 5).toString()).toBe('%PDF-');
     expect(readFileSync(file, 'utf8')).toContain('@media print');
+  });
+
+  it('querygate report --format html,pdf prints the page with Chromium, on A4 pages, from the same run', async () => {
+    const stem = join(dir, 'printed');
+    const env = { DATABASE_URL: scratch.readerUrl, QUERYGATE_TIME_ZONE: 'UTC', QUERYGATE_CHROMIUM: CHROMIUM };
+    const run = await runCli(['report', 'weekly', '--week', '2025-W24', '--format', 'html,pdf', '--out', stem], env);
+    expect(run).toEqual({ code: 0, stdout: '', stderr: '' });
+    const pdf = readFileSync(`${stem}.pdf`);
+    expect(pdf.subarray(0, 5).toString()).toBe('%PDF-');
+    const text = pdf.toString('latin1');
+    // Every page A4 (595 x 842 points), and the report takes more than one.
+    const boxes = [...text.matchAll(/\/MediaBox \[\s*0 0 ([\d.]+) ([\d.]+)\s*\]/g)].map((m) => [
+      Math.round(Number(m[1])),
+      Math.round(Number(m[2])),
+    ]);
+    expect(boxes.length).toBeGreaterThan(1);
+    expect(new Set(boxes.map((box) => box.join('x')))).toEqual(new Set(['595x842']));
+    // Printed from the page written beside it, whose instant it shows.
+    const page = readFileSync(`${stem}.html`, 'utf8');
+    expect(page).toMatch(/Data as of \d{4}-\d{2}-\d{2}T/);
+  });
+
+  it('fits a 390 px phone: no horizontal scrolling, the charts as wide as the screen', async () => {
+    for (const args of [
+      ['weekly', '--week', '2025-W24'],
+      ['trend', '--weeks', '12', '--through-week', '2025-W24'],
+    ]) {
+      const { file } = await write<WeeklyReport>(`phone-${args[0]}`, args);
+      const { page } = await open(file);
+      await page.setViewportSize({ width: 390, height: 844 });
+      expect({ args, width: await page.evaluate('document.documentElement.scrollWidth') }).toEqual({
+        args,
+        width: 390,
+      });
+      const widths = (await page.evaluate(
+        "Array.from(document.querySelectorAll('svg.chart'), (svg) => svg.getBoundingClientRect().width)",
+      )) as number[];
+      for (const width of widths) expect(width).toBeGreaterThan(340);
+      if (SCREENSHOTS && args[0] === 'weekly') {
+        await page.screenshot({ path: resolve(SCREENSHOTS, 'weekly-report-phone.png') });
+      }
+    }
   });
 });
