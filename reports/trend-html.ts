@@ -29,7 +29,7 @@ export function trendHtml(r: SalesTrendReport): string {
         { title: 'Week' },
         { title: 'Monday' },
         { title: 'Revenue', numeric: true },
-        { title: 'Orders', numeric: true },
+        { title: 'Net orders', numeric: true },
         { title: 'Avg. order value', numeric: true },
         { title: 'Change', numeric: true },
       ],
@@ -53,6 +53,6 @@ export function trendHtml(r: SalesTrendReport): string {
 <p class="meta">${r.weeks} ISO weeks, ${r.start_date} to ${r.end_date}${partial}, time zone ${r.time_zone}.</p>
 ${htmlNotes(r)}</header>
 ${sections.length > 0 ? sections : markup`<p class="lead">No sales in these weeks.</p>`}
-<footer><p class="note">Revenue is net of cancelled and refunded orders; the change is against the week before; money is never added across currencies. Data as of ${r.data_as_of}.</p></footer>`;
+<footer><p class="note">Revenue and net orders leave out cancelled and refunded orders (the weekly report's orders placed count them); the change is against the week before; money is never added across currencies. Data as of ${r.data_as_of}.</p></footer>`;
   return htmlPage({ title, body });
 }

@@ -2,7 +2,7 @@
  * The weekly sales trend as Markdown, what `querygate report trend --format md` writes: a table for
  * each currency, since money is never added across currencies. Every figure is the JSON report's own.
  */
-import { signed } from '../src/render/figures.js';
+import { formatMoney, formatNumber, signed } from '../src/render/figures.js';
 import { markdownNotes, markdownTable, markdownText } from '../src/render/markdown.js';
 import type { SalesTrendReport } from './trend-shape.js';
 
@@ -26,22 +26,22 @@ export function trendMarkdown(r: SalesTrendReport): string {
       `## ${markdownText(currency)}`,
       '',
       markdownTable(
-        ['Week', 'Monday', 'Revenue', 'Orders', 'Average order value', 'Change'],
+        ['Week', 'Monday', 'Revenue', 'Net orders', 'Average order value', 'Change'],
         r.rows
           .filter((row) => row.currency === currency)
           .map((row) => [
             row.week,
             row.start_date,
-            row.revenue,
-            row.order_count,
-            row.avg_order_value,
+            formatMoney(row.revenue),
+            formatNumber(row.order_count),
+            formatMoney(row.avg_order_value),
             signed(row.change_pct, ' %'),
           ]),
       ),
     );
   }
   parts.push(
-    `Revenue is net of cancelled and refunded orders; the change is against the week before. Data as of ${r.data_as_of}.`,
+    `Revenue and net orders leave out cancelled and refunded orders (the weekly report's orders placed count them); the change is against the week before. Data as of ${r.data_as_of}.`,
     '',
   );
   return parts.join('\n');

@@ -4,18 +4,18 @@
  * (bars of each region, this week and the week before), each chart with its table beside it; then the
  * top products, categories and notable days. Every figure is the JSON report's own, only laid out.
  */
-import { formatMoney, formatNumber, signed } from '../src/render/figures.js';
+import { formatMoney, formatNumber, formatRate, signed } from '../src/render/figures.js';
 import { htmlId, htmlNotes, htmlPage, htmlTable, markup, type Markup } from '../src/render/html.js';
 import { barChart } from '../src/render/svg.js';
 import { METRIC_NAMES } from './weekly-markdown.js';
-import type { WeeklySalesReport } from './weekly-shape.js';
+import { metricKind, type WeeklySalesReport } from './weekly-shape.js';
 
 type Report = WeeklySalesReport;
 
 function figures(r: Report): Markup {
   const unit = (m: Report['metrics'][number]): string => (m.change_unit === 'percent' ? ' %' : ' pp');
   const value = (m: Report['metrics'][number], v: number | null): string =>
-    m.currency === null ? formatNumber(v) : formatMoney(v);
+    ({ money: formatMoney, rate: formatRate, count: formatNumber })[metricKind(m)](v);
   return htmlTable({
     id: 'figures',
     caption: `${r.week} against the week before and 52 weeks before`,
@@ -183,7 +183,7 @@ const notableDays = (r: Report): Markup =>
       d.currency,
       formatMoney(d.revenue),
       formatMoney(d.baseline_median),
-      d.robust_z,
+      formatRate(d.robust_z),
       d.direction,
     ]),
   });
@@ -215,6 +215,6 @@ ${categories(r)}
 ${notableDays(r)}
 <p class="note">${r.notable_rule}</p>
 </section>
-<footer><p class="note">Revenue is net of cancelled and refunded orders; money is never added across currencies. Data as of ${r.data_as_of}.</p></footer>`;
+<footer><p class="note">Revenue is net of cancelled and refunded orders; orders placed count every order, cancelled and refunded ones too (the trend's net orders leave them out); money is never added across currencies. Data as of ${r.data_as_of}.</p></footer>`;
   return htmlPage({ title: `Weekly sales report ${r.week}`, body });
 }

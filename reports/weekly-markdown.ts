@@ -2,9 +2,9 @@
  * The weekly sales report as Markdown: what `querygate://reports/weekly/{week}` reads and what
  * `querygate report weekly --format md` writes. Every figure is the JSON report's own, only laid out.
  */
-import { signed } from '../src/render/figures.js';
+import { formatMoney, formatNumber, formatRate, signed } from '../src/render/figures.js';
 import { markdownNotes, markdownTable as table } from '../src/render/markdown.js';
-import type { WeeklySalesReport } from './weekly-shape.js';
+import { metricKind, type WeeklySalesReport } from './weekly-shape.js';
 
 type Report = WeeklySalesReport;
 
@@ -19,6 +19,8 @@ export const METRIC_NAMES: Readonly<Record<string, string>> = {
 
 export function weeklyMarkdown(r: Report): string {
   const unit = (m: Report['metrics'][number]): string => (m.change_unit === 'percent' ? ' %' : ' pp');
+  const value = (m: Report['metrics'][number], v: number | null): string =>
+    ({ money: formatMoney, rate: formatRate, count: formatNumber })[metricKind(m)](v);
   const parts = [
     `# Weekly sales report ${r.week}`,
     '',
@@ -36,10 +38,10 @@ export function weeklyMarkdown(r: Report): string {
       r.metrics.map((m) => [
         METRIC_NAMES[m.metric] ?? m.metric,
         m.currency,
-        m.value,
-        m.last_week,
+        value(m, m.value),
+        value(m, m.last_week),
         signed(m.change_vs_last_week, unit(m)),
-        m.year_ago,
+        value(m, m.year_ago),
         signed(m.change_vs_year_ago, unit(m)),
       ]),
     ),
@@ -50,8 +52,8 @@ export function weeklyMarkdown(r: Report): string {
       r.daily.map((d) => [
         `${d.weekday} ${d.date}`,
         d.currency,
-        d.revenue,
-        d.last_week_revenue,
+        formatMoney(d.revenue),
+        formatMoney(d.last_week_revenue),
         signed(d.change_pct, ' %'),
       ]),
     ),
@@ -64,8 +66,8 @@ export function weeklyMarkdown(r: Report): string {
         `${p.name} (${p.sku})`,
         p.category,
         p.currency,
-        p.revenue,
-        p.units,
+        formatMoney(p.revenue),
+        formatNumber(p.units),
         p.rank_last_week,
       ]),
     ),
@@ -73,13 +75,25 @@ export function weeklyMarkdown(r: Report): string {
     '',
     table(
       ['Region', 'Currency', 'Revenue', 'Week before', 'Change'],
-      r.regions.map((s) => [s.region, s.currency, s.revenue, s.last_week_revenue, signed(s.change_pct, ' %')]),
+      r.regions.map((s) => [
+        s.region,
+        s.currency,
+        formatMoney(s.revenue),
+        formatMoney(s.last_week_revenue),
+        signed(s.change_pct, ' %'),
+      ]),
     ),
     `## By category`,
     '',
     table(
       ['Category', 'Currency', 'Revenue', 'Week before', 'Change'],
-      r.categories.map((s) => [s.category, s.currency, s.revenue, s.last_week_revenue, signed(s.change_pct, ' %')]),
+      r.categories.map((s) => [
+        s.category,
+        s.currency,
+        formatMoney(s.revenue),
+        formatMoney(s.last_week_revenue),
+        signed(s.change_pct, ' %'),
+      ]),
     ),
     `## Notable days`,
     '',
@@ -88,15 +102,15 @@ export function weeklyMarkdown(r: Report): string {
       r.notable_days.map((d) => [
         `${d.weekday} ${d.date}`,
         d.currency,
-        d.revenue,
-        d.baseline_median,
-        d.robust_z,
+        formatMoney(d.revenue),
+        formatMoney(d.baseline_median),
+        formatRate(d.robust_z),
         d.direction,
       ]),
     ),
     `_${r.notable_rule}_`,
     '',
-    `Revenue is net of cancelled and refunded orders; money is never added across currencies. Data as of ${r.data_as_of}.`,
+    `Revenue is net of cancelled and refunded orders; orders placed count every order, cancelled and refunded ones too (the trend's net orders leave them out); money is never added across currencies. Data as of ${r.data_as_of}.`,
     '',
   ];
   return parts.join('\n');

@@ -22,6 +22,7 @@ import { changeOf, pairGroups } from '../src/lib/comparison.js';
 import { resolveWeek, weekArgument } from '../src/lib/weeks.js';
 import { isoInZone } from '../src/lib/local-day.js';
 import { sameTimeOfDay } from '../src/lib/running.js';
+import { formatMoney } from '../src/render/figures.js';
 import { defineReport, type RunOptions, type RunTemplate, type TemplateAnswer } from '../src/reports.js';
 import { notableDays, NOTABLE_RULE } from './notable-days.js';
 import { weeklyHtml } from './weekly-html.js';
@@ -260,7 +261,7 @@ export const weeklySalesReport = defineReport({
     const summary = hasOrders
       ? `${week.week} (${days}): ${counts.order_count} orders; net revenue ${currencies
           .filter((c) => now.has(c))
-          .map((c) => `${revenueOf(now, c).toFixed(2)} ${c}`)
+          .map((c) => `${formatMoney(revenueOf(now, c))} ${c}`)
           .join(', ')}.`
       : `No orders were placed in ${week.week} (${days}).`;
     return {

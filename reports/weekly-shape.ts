@@ -97,5 +97,13 @@ export const weeklyOutput = z.object({
   notable_rule: z.string(),
 });
 export type WeeklyOutput = z.infer<typeof weeklyOutput>;
+
+/** What kind of figure a metric's values are: money (in its currency), a rate in % (its changes in percentage points), or a count. */
+export function metricKind(m: {
+  readonly currency: string | null;
+  readonly change_unit: string;
+}): 'money' | 'rate' | 'count' {
+  return m.currency !== null ? 'money' : m.change_unit === 'percentage_points' ? 'rate' : 'count';
+}
 /** The report as a call returns it. */
 export type WeeklySalesReport = ReportAnswer<WeeklyOutput>;

@@ -71,6 +71,18 @@ function markdownTables(text: string): Map<string, string[][]> {
 
 const withoutFreshness = ({ data_as_of: _, ...rest }: Record<string, unknown>) => rest;
 
+/** The one rule every format a person reads follows: money 12,345.60, counts 1,204, rates and changes one decimal. */
+const shown = (digits: number) => (value: number | null | undefined) =>
+  value === null || value === undefined
+    ? '–'
+    : value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const money = shown(2);
+const count = shown(0);
+const rate = shown(1);
+/** A metric's value as the Figures table shows it: money, a rate in % (its change in pp), or a count. */
+const metricValue = (m: WeeklyReport['metrics'][number], value: number | null): string =>
+  (m.currency !== null ? money : m.change_unit === 'percentage_points' ? rate : count)(value);
+
 describe('querygate report weekly', () => {
   it('--format json is the tool answer, every figure equal to the raw orders, and nothing else is written', async () => {
     const run = await report(['weekly', '--week', '2025-W24', '--format', 'json']);
@@ -93,25 +105,35 @@ describe('querygate report weekly', () => {
     const r = JSON.parse(json.stdout) as WeeklyReport;
     const tables = markdownTables(md.stdout);
     expect(md.stdout).toMatch(/^# Weekly sales report 2025-W24\n/);
-    expect(tables.get('Figures')!.map((row) => [row[1], row[2], row[3], row[5]])).toEqual(
+    expect(tables.get('Figures')!.map((row) => [row[1], row[2], row[3], row[4], row[5]])).toEqual(
       r.metrics.map((m) => [
         m.currency ?? '–',
-        String(m.value ?? '–'),
-        String(m.last_week ?? '–'),
-        String(m.year_ago ?? '–'),
+        metricValue(m, m.value),
+        metricValue(m, m.last_week),
+        m.change_vs_last_week === null
+          ? '–'
+          : `${m.change_vs_last_week > 0 ? '+' : ''}${rate(m.change_vs_last_week)} ${m.change_unit === 'percentage_points' ? 'pp' : '%'}`,
+        metricValue(m, m.year_ago),
       ]),
     );
+    // The summary line writes money as the tables do.
+    expect(md.stdout).toContain(
+      `**${r.week} (${r.start_date} to ${r.end_date}): ${r.metrics.find((m) => m.metric === 'order_count')!.value} orders; net revenue ${r.metrics
+        .filter((m) => m.metric === 'revenue' && m.value !== null)
+        .map((m) => `${money(m.value)} ${m.currency}`)
+        .join(', ')}.**`,
+    );
     expect(tables.get('Revenue by day')!.map((row) => row.slice(1, 4))).toEqual(
-      r.daily.map((d) => [d.currency, String(d.revenue), String(d.last_week_revenue)]),
+      r.daily.map((d) => [d.currency, money(d.revenue), money(d.last_week_revenue)]),
     );
     expect(tables.get('Top products')!.map((row) => [row[1], row[2], row[4], row[5]])).toEqual(
-      r.top_products.map((p) => [`${p.name} (${p.sku})`, p.category, String(p.revenue), String(p.units)]),
+      r.top_products.map((p) => [`${p.name} (${p.sku})`, p.category, money(p.revenue), count(p.units)]),
     );
     expect(tables.get('By region')!.map((row) => row.slice(0, 4))).toEqual(
-      r.regions.map((s) => [s.region, s.currency, String(s.revenue), String(s.last_week_revenue)]),
+      r.regions.map((s) => [s.region, s.currency, money(s.revenue), money(s.last_week_revenue)]),
     );
     expect(tables.get('By category')!.map((row) => row.slice(0, 4))).toEqual(
-      r.categories.map((s) => [s.category, s.currency, String(s.revenue), String(s.last_week_revenue)]),
+      r.categories.map((s) => [s.category, s.currency, money(s.revenue), money(s.last_week_revenue)]),
     );
     // The names came back whole from between the escapes, and none of them is left as markup.
     expect(tables.get('Top products')!.map((row) => row[1])).toContain(`${HOSTILE.product} (SKU-H0001)`);
@@ -584,9 +606,9 @@ describe('querygate report trend', () => {
           .map((row) => [
             row.week,
             row.start_date,
-            String(row.revenue),
-            String(row.order_count),
-            String(row.avg_order_value ?? '–'),
+            money(row.revenue),
+            count(row.order_count),
+            money(row.avg_order_value),
           ]),
       );
     }

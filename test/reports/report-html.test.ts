@@ -153,7 +153,9 @@ describe.skipIf(!BROWSER_TESTS)('report pages in headless Chromium', () => {
         regions.map((s) => [
           s.region,
           ...[s.revenue, s.last_week_revenue].map((v) => v.toLocaleString('en-US', { minimumFractionDigits: 2 })),
-          s.change_pct === null ? '–' : `${s.change_pct > 0 ? '+' : ''}${s.change_pct} %`,
+          s.change_pct === null
+            ? '–'
+            : `${s.change_pct > 0 ? '+' : ''}${s.change_pct.toLocaleString('en-US', { minimumFractionDigits: 1, maximumFractionDigits: 1 })} %`,
         ]),
       );
     }

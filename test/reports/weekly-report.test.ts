@@ -301,10 +301,13 @@ describe('querygate://reports/weekly/{week}', () => {
     expect(text).toContain(r.summary);
     // Every figure row of the JSON report is a row of the Markdown table, with the same values.
     const usd = r.metrics.find((m) => m.metric === 'revenue' && m.currency === 'USD')!;
-    expect(text).toContain(`| Net revenue | USD | ${usd.value} | ${usd.last_week} |`);
-    for (const day of r.daily) expect(text).toContain(`${day.date} | ${day.currency} | ${day.revenue} |`);
+    // Money with thousands separators and cents, as every format a person reads writes it.
+    const money = (value: number | null): string =>
+      value === null ? '–' : value.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+    expect(text).toContain(`| Net revenue | USD | ${money(usd.value)} | ${money(usd.last_week)} |`);
+    for (const day of r.daily) expect(text).toContain(`${day.date} | ${day.currency} | ${money(day.revenue)} |`);
     for (const p of r.top_products) expect(text).toContain(`(${p.sku}) |`);
-    for (const d of r.notable_days) expect(text).toContain(`${d.date} | ${d.currency} | ${d.revenue} |`);
+    for (const d of r.notable_days) expect(text).toContain(`${d.date} | ${d.currency} | ${money(d.revenue)} |`);
   });
 
   it('refuses a week in the future or one that is no week with -32602, naming the variable', async () => {
