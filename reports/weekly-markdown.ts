@@ -17,6 +17,22 @@ export const METRIC_NAMES: Readonly<Record<string, string>> = {
   refund_rate: 'Refund rate (%)',
 };
 
+/** A segment's net revenue this week and the week before, one row per segment and currency. */
+const segments = (
+  title: string,
+  rows: readonly (Omit<Report['regions'][number], 'region'> & { readonly name: string })[],
+): string =>
+  table(
+    [title, 'Currency', 'Revenue', 'Week before', 'Change'],
+    rows.map((s) => [
+      s.name,
+      s.currency,
+      formatMoney(s.revenue),
+      formatMoney(s.last_week_revenue),
+      signed(s.change_pct, ' %'),
+    ]),
+  );
+
 export function weeklyMarkdown(r: Report): string {
   const unit = (m: Report['metrics'][number]): string => (m.change_unit === 'percent' ? ' %' : ' pp');
   const value = (m: Report['metrics'][number], v: number | null): string =>
@@ -73,27 +89,15 @@ export function weeklyMarkdown(r: Report): string {
     ),
     `## By region`,
     '',
-    table(
-      ['Region', 'Currency', 'Revenue', 'Week before', 'Change'],
-      r.regions.map((s) => [
-        s.region,
-        s.currency,
-        formatMoney(s.revenue),
-        formatMoney(s.last_week_revenue),
-        signed(s.change_pct, ' %'),
-      ]),
+    segments(
+      'Region',
+      r.regions.map((s) => ({ ...s, name: s.region })),
     ),
     `## By category`,
     '',
-    table(
-      ['Category', 'Currency', 'Revenue', 'Week before', 'Change'],
-      r.categories.map((s) => [
-        s.category,
-        s.currency,
-        formatMoney(s.revenue),
-        formatMoney(s.last_week_revenue),
-        signed(s.change_pct, ' %'),
-      ]),
+    segments(
+      'Category',
+      r.categories.map((s) => ({ ...s, name: s.category })),
     ),
     `## Notable days`,
     '',

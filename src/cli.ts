@@ -30,7 +30,7 @@ const USAGE = `Usage:
                                          MCP over Streamable HTTP at /mcp
   querygate serve ... --allow-unsafe-role
                                          serve even if the reader role fails the safety check
-  querygate report <name> [--<argument> VALUE ...] [--format md|json|html|csv[,...]] [--out FILE]
+  querygate report <name> [--<argument> VALUE ...] [--format md|json|html|csv|pdf[,...]] [--out FILE]
                   [--stale-after 36h] [--data-scope DIMENSION=VALUE[,VALUE...]]
                                          run one of the served reports once (weekly, trend: querygate
                                          report --help lists them) as the reader role, for cron; each

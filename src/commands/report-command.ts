@@ -161,16 +161,16 @@ export function reportUsage(reports: readonly AnyReport[]): string {
   const byCommand = reportCommands(reports);
   const width = Math.max(0, ...[...byCommand.keys()].map((c) => c.length));
   return [
-    'Usage: querygate report <name> [--<argument> VALUE ...] [--format md|json|html|csv[,...]] [--out FILE]',
+    'Usage: querygate report <name> [--<argument> VALUE ...] [--format md|json|html|csv|pdf[,...]] [--out FILE]',
     '                        [--stale-after 36h] [--data-scope DIMENSION=VALUE[,VALUE...]]',
     '',
     'Runs one report once, as a tool call of the reader role, and writes it to stdout or FILE (md by default).',
-    'Several formats (md,html,csv) come from the one run, written beside the stem --out names: --out week',
-    'writes week.md, week.html and a CSV file per table (week.about.csv, week.daily.csv, ...).',
+    'Several formats (md,html,csv,pdf) come from the one run, written beside the stem --out names: --out week',
+    'writes week.md, week.html, week.pdf and a CSV file per table (week.about.csv, week.daily.csv, ...).',
     'A week is an ISO week (2026-W48), a day inside it (YYYY-MM-DD), last or this.',
     '--stale-after (90m, 36h, 2d) fails a report whose newest data are older than that.',
     '--data-scope runs it as a caller who sees those values only (region=Europe): every format says so.',
-    'Exit status: 0 done; 1 a query failed; 2 a bad command line, an argument the report refuses or a',
+    'Exit status: 0 done; 1 a query failed or timed out; 2 a bad command line, an argument the report refuses or a',
     'configuration error; 3 the database refused the login or a permission; 4 the database is unreachable;',
     '5 the data are stale (the report is written, with a warning); 6 the output could not be written.',
     '',
