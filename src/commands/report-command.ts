@@ -1,8 +1,8 @@
 /**
  * `querygate report <command>`: one report of the served packs, run once (from cron, say) and written
- * in as many formats as asked (report-output.ts). It runs in the app `serve` builds (the database, the reader role and its
- * safety check, the configuration file, the limits) and calls the report through the registry's one
- * door, as an MCP client's tools/call does. A report names its command and its renderers itself
+ * in as many formats as asked (report-output.ts). It runs in the app `serve` builds (the database, the
+ * reader role and its safety check, the configuration file, the limits) and calls the report through
+ * the registry's one door, as an MCP client's tools/call does. A report names its command and its renderers itself
  * (src/reports.ts): nothing here knows a pack.
  *
  * Made for cron: the output alone on stdout (or in --out), nothing on stderr when all went well, a
@@ -23,6 +23,7 @@ import { weekArgument } from '../lib/weeks.js';
 import { createLogger, silentLogger } from '../lib/logger.js';
 import { packsToServe } from '../packs.js';
 import type { AnyReport } from '../reports.js';
+import type { DataScope } from '../lib/data-scope.js';
 import {
   checkOutput,
   DeliveryFailure,
@@ -32,7 +33,6 @@ import {
   writeReportFiles,
   type ReportFormat,
 } from './report-output.js';
-import type { DataScope } from '../lib/data-scope.js';
 import { progressBar, type ProgressBar } from './progress-bar.js';
 import { findChromium, printPdf } from './report-pdf.js';
 
@@ -270,8 +270,13 @@ export function staleness(answer: Record<string, unknown>, boundMs: number, nowM
   if (answer.data_through === null) return `No data at all: the feed has delivered nothing (bound: ${bound}).`;
   const through = Date.parse(answer.data_through as string);
   if (nowMs - through <= boundMs) return undefined;
-  const hours = Math.floor((nowMs - through) / 3_600_000);
-  const age = hours >= 48 ? `${Math.floor(hours / 24)} days` : `${hours} hours`;
+  const minutes = Math.floor((nowMs - through) / 60_000);
+  const age =
+    minutes >= 48 * 60
+      ? `${Math.floor(minutes / 1440)} days`
+      : minutes >= 120
+        ? `${Math.floor(minutes / 60)} hours`
+        : `${minutes} minutes`;
   return `Stale data: the newest data are from ${minute(through)}, ${age} before this report ran (${minute(nowMs)}), older than its bound of ${bound}. The figures stop there.`;
 }
 
