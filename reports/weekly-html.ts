@@ -8,14 +8,34 @@ import { formatMoney, formatNumber, formatRate, signed } from '../src/render/fig
 import { htmlId, htmlNotes, htmlPage, htmlTable, markup, type Markup } from '../src/render/html.js';
 import { barChart } from '../src/render/svg.js';
 import { METRIC_NAMES } from './weekly-markdown.js';
-import { metricKind, type WeeklySalesReport } from './weekly-shape.js';
+import { direction, metricKind, type WeeklySalesReport } from './weekly-shape.js';
 
 type Report = WeeklySalesReport;
 
+const unit = (m: Report['metrics'][number]): string => (m.change_unit === 'percent' ? ' %' : ' pp');
+const value = (m: Report['metrics'][number], v: number | null): string =>
+  ({ money: formatMoney, rate: formatRate, count: formatNumber })[metricKind(m)](v);
+
+/**
+ * The headline figures: each metric this week, its change against the week before, and whether that is
+ * better or worse for the business, said in words and in colour (green or red, never colour alone).
+ */
+function headlines(r: Report): Markup {
+  const cards = r.metrics.map((m) => {
+    const way = direction(m);
+    const change = signed(m.change_vs_last_week, unit(m));
+    return markup`<div class="headline${way ? ` ${way}` : ''}">
+<p class="label">${METRIC_NAMES[m.metric] ?? m.metric}${m.currency ? `, ${m.currency}` : ''}</p>
+<p class="value">${value(m, m.value)}</p>
+<p class="change">${way === 'better' ? '▲ ' : way === 'worse' ? '▼ ' : ''}${change} against the week before${way && way !== 'unchanged' ? ` (${way})` : ''}</p>
+</div>
+`;
+  });
+  return markup`<div class="headlines">
+${cards}</div>`;
+}
+
 function figures(r: Report): Markup {
-  const unit = (m: Report['metrics'][number]): string => (m.change_unit === 'percent' ? ' %' : ' pp');
-  const value = (m: Report['metrics'][number], v: number | null): string =>
-    ({ money: formatMoney, rate: formatRate, count: formatNumber })[metricKind(m)](v);
   return htmlTable({
     id: 'figures',
     caption: `${r.week} against the week before and 52 weeks before`,
@@ -195,6 +215,7 @@ export function weeklyHtml(r: Report): string {
 <h1>Weekly sales report ${r.week}</h1>
 <p class="meta">${r.start_date} to ${r.end_date}${partial}, time zone ${r.time_zone}. Compared with the same days of the week before (${r.last_week.start_date} to ${r.last_week.end_date}) and 52 weeks before (${r.year_ago.start_date} to ${r.year_ago.end_date}).</p>
 ${htmlNotes(r)}<p class="lead">${r.summary}</p>
+${headlines(r)}
 </header>
 <section>
 <h2>Figures</h2>

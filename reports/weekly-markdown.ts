@@ -4,7 +4,7 @@
  */
 import { formatMoney, formatNumber, formatRate, signed } from '../src/render/figures.js';
 import { markdownNotes, markdownTable as table } from '../src/render/markdown.js';
-import { metricKind, type WeeklySalesReport } from './weekly-shape.js';
+import { direction, metricKind, type WeeklySalesReport } from './weekly-shape.js';
 
 type Report = WeeklySalesReport;
 
@@ -44,6 +44,13 @@ export function weeklyMarkdown(r: Report): string {
     '',
     ...markdownNotes(r),
     `**${r.summary}**`,
+    '',
+    ...r.metrics.map((m) => {
+      const way = direction(m);
+      const arrow = way === 'better' ? '▲ ' : way === 'worse' ? '▼ ' : '';
+      const verdict = way && way !== 'unchanged' ? ` (${way})` : '';
+      return `- ${METRIC_NAMES[m.metric] ?? m.metric}${m.currency ? `, ${m.currency}` : ''}: **${value(m, m.value)}**, ${arrow}${signed(m.change_vs_last_week, unit(m))} against the week before${verdict}`;
+    }),
     '',
     `## Figures`,
     '',

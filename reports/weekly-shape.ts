@@ -22,6 +22,25 @@ const changeUnit = z.enum(['percent', 'percentage_points']);
 
 export const METRICS = ['revenue', 'order_count', 'avg_order_value', 'cancellation_rate', 'refund_rate'] as const;
 
+/** Which way each figure is good for the business: more revenue and orders, fewer cancellations and refunds. */
+export const HIGHER_IS_BETTER: Readonly<Record<(typeof METRICS)[number], boolean>> = {
+  revenue: true,
+  order_count: true,
+  avg_order_value: true,
+  cancellation_rate: false,
+  refund_rate: false,
+};
+
+/** Whether a figure's change against the week before is better or worse for the business; none without a change. */
+export function direction(m: {
+  readonly metric: (typeof METRICS)[number];
+  readonly change_vs_last_week: number | null;
+}): 'better' | 'worse' | 'unchanged' | undefined {
+  if (m.change_vs_last_week === null) return undefined;
+  if (m.change_vs_last_week === 0) return 'unchanged';
+  return m.change_vs_last_week > 0 === HIGHER_IS_BETTER[m.metric] ? 'better' : 'worse';
+}
+
 const metricRow = z.object({
   metric: z.enum(METRICS),
   currency: currency.nullable(),

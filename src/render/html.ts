@@ -106,6 +106,14 @@ h1 { font-size: 1.65rem; margin: 0 0 .3rem; }
 h2 { font-size: 1.2rem; margin: 2.2rem 0 .7rem; padding-bottom: .3rem; border-bottom: 1px solid var(--rule); }
 p { margin: .4rem 0; }
 .meta, .note, .empty { color: var(--muted); }
+.headlines { display: grid; grid-template-columns: repeat(auto-fill, minmax(11rem, 1fr)); gap: .6rem; margin: 1rem 0; }
+.headline { border: 1px solid var(--rule); border-left-width: 4px; border-radius: 4px; padding: .4rem .6rem; }
+.headline p { margin: 0; }
+.headline .label { color: var(--muted); font-size: .9em; }
+.headline .value { font-size: 1.35rem; font-weight: 600; font-variant-numeric: tabular-nums; }
+.headline .change { font-size: .9em; }
+.headline.better { border-left-color: #1a7f37; } .headline.better .change { color: #1a7f37; }
+.headline.worse { border-left-color: #b3261e; } .headline.worse .change { color: #b3261e; }
 .notice { margin: .8rem 0; padding: .5rem .8rem; border-left: 4px solid var(--muted); background: var(--head); }
 .notice.stale { border-left-color: #b3261e; background: #fdecea; font-weight: 600; }
 .lead { font-size: 1.05rem; font-weight: 600; }

@@ -142,6 +142,50 @@ describe('querygate report weekly', () => {
     expect(tableLines.join('\n')).not.toMatch(/(?<!\\)[<>]/);
   });
 
+  it('leads with headline figures, each change called better or worse by which way that figure is good', async () => {
+    const stem = join(mkdtempSync(join(dir, 'headlines-')), 'week');
+    expect(await report(['weekly', '--week', '2025-W24', '--format', 'json,md,html', '--out', stem])).toMatchObject({
+      code: 0,
+    });
+    const r = JSON.parse(readFileSync(`${stem}.json`, 'utf8')) as WeeklyReport;
+    const md = readFileSync(`${stem}.md`, 'utf8');
+    const page = readFileSync(`${stem}.html`, 'utf8');
+    // Good for a shop: more revenue and orders and a higher basket; fewer cancellations and refunds.
+    const good: Record<string, 1 | -1> = {
+      revenue: 1,
+      order_count: 1,
+      avg_order_value: 1,
+      cancellation_rate: -1,
+      refund_rate: -1,
+    };
+    const verdicts = r.metrics.map((m) =>
+      m.change_vs_last_week === null || m.change_vs_last_week === 0
+        ? undefined
+        : Math.sign(m.change_vs_last_week) === good[m.metric]
+          ? 'better'
+          : 'worse',
+    );
+    // The test week has both: revenue up (better), the refund rate up (worse).
+    expect(verdicts).toContain('better');
+    expect(verdicts).toContain('worse');
+    const headlines = md.split('\n').filter((line) => line.startsWith('- '));
+    expect(headlines).toHaveLength(r.metrics.length);
+    r.metrics.forEach((m, k) => {
+      const verdict = verdicts[k];
+      expect(headlines[k]).toMatch(
+        verdict === undefined
+          ? / against the week before$/
+          : new RegExp(
+              `^- .*: \\*\\*.+\\*\\*, ${verdict === 'better' ? '▲' : '▼'} .* against the week before \\(${verdict}\\)$`,
+            ),
+      );
+    });
+    const cards = [...page.matchAll(/<div class="headline( better| worse| unchanged)?">/g)].map((m) => m[1]?.trim());
+    expect(cards).toEqual(
+      r.metrics.map((m, k) => verdicts[k] ?? (m.change_vs_last_week === 0 ? 'unchanged' : undefined)),
+    );
+  });
+
   it('--format html --out FILE writes one page that names nothing to load, every name escaped', async () => {
     const out = join(dir, 'week.html');
     const run = await report(['weekly', '--week', '2025-W24', '--format', 'html', '--out', out]);
