@@ -21,6 +21,7 @@ export function trendHtml(r: SalesTrendReport): string {
       labels: rows.map((row) => row.week.slice(5)),
       series: [{ name: 'Net revenue', values: rows.map((row) => row.revenue) }],
       format: (value) => `${formatMoney(value)} ${currency}`,
+      unit: currency,
     });
     const table = htmlTable({
       id,

@@ -89,6 +89,7 @@ function compared(
       { name: 'Week before', values: rows.map((row) => row.last) },
     ],
     format: (value) => `${formatMoney(value)} ${currency}`,
+    unit: currency,
     horizontal: what.horizontal,
   });
   const table = htmlTable({

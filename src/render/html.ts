@@ -146,7 +146,8 @@ thead th { background: var(--head); font-weight: 600; }
 .chart .grid line { stroke: var(--rule); }
 .chart .zero { stroke: var(--muted); }
 .chart text { font-size: 12px; fill: var(--muted); }
-.chart text.legend { fill: var(--ink); }
+.chart text.legend, .chart text.unit { fill: var(--ink); }
+.chart text.on-end { font-size: 9px; }
 @media print {
   body { max-width: none; padding: 0; font-size: 10pt; }
   * { -webkit-print-color-adjust: exact; print-color-adjust: exact; }

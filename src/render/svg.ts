@@ -21,6 +21,8 @@ export interface Chart {
   readonly series: readonly ChartSeries[];
   /** How a value is written where the chart shows it exactly (a bar's or point's title). */
   readonly format: (value: number) => string;
+  /** What the value axis counts (a currency), written at the chart's top right: "in EUR". */
+  readonly unit?: string;
 }
 
 const WIDTH = 640;
@@ -59,10 +61,13 @@ function frame(chart: Chart, height: number, drawn: Markup): Markup {
     x += 30 + s.name.length * 7;
     return item;
   });
+  const unit = chart.unit
+    ? markup`<text class="unit" x="${WIDTH - MARGIN.right}" y="18" text-anchor="end">in ${chart.unit}</text>`
+    : '';
   return markup`<svg class="chart" id="${chart.id}" role="img" viewBox="0 0 ${WIDTH} ${height}" aria-labelledby="${chart.id}-title ${chart.id}-desc">
 <title id="${chart.id}-title">${chart.title}</title>
 <desc id="${chart.id}-desc">${chart.description}</desc>
-${legend}
+${legend}${unit}
 ${drawn}
 </svg>`;
 }
@@ -124,17 +129,23 @@ export function barChart(chart: Chart & { readonly horizontal?: boolean }): Mark
   return frame(chart, HEIGHT, markup`${valueGrid(ticks, at)}${groups}`);
 }
 
-/** A line per series through a point per label; at most ten labels are written under it, the last one always. */
+/** Below this many units between two points, their labels stand on end (and smaller) so that every one is written. */
+const UPRIGHT_SPACING = 30;
+/** The room labels standing on end take below the chart. */
+const ON_END_ROOM = 30;
+
+/** A line per series through a point per label, every label written under it. */
 export function lineChart(chart: Chart): Markup {
   const n = chart.labels.length;
   const span = WIDTH - MARGIN.left - MARGIN.right - 20;
   const x = (i: number): number => r1(MARGIN.left + 10 + (n === 1 ? 0.5 : i / (n - 1)) * span);
   const { ticks, at } = valueScale(chart, HEIGHT - MARGIN.bottom, MARGIN.top);
-  const every = Math.ceil(n / 10);
+  const upright = n <= 1 || span / (n - 1) >= UPRIGHT_SPACING;
+  const y = HEIGHT - MARGIN.bottom + (upright ? 18 : 10);
   const labels = chart.labels.map((label, i) =>
-    (n - 1 - i) % every === 0
-      ? markup`<text x="${x(i)}" y="${HEIGHT - MARGIN.bottom + 18}" text-anchor="middle">${fit(label, 12)}</text>`
-      : '',
+    upright
+      ? markup`<text x="${x(i)}" y="${y}" text-anchor="middle">${fit(label, 12)}</text>`
+      : markup`<text class="on-end" x="${x(i)}" y="${y}" text-anchor="end" transform="rotate(-90 ${x(i)} ${y})">${fit(label, 12)}</text>`,
   );
   const lines = chart.series.map((s, k) => {
     let path = '';
@@ -148,5 +159,5 @@ export function lineChart(chart: Chart): Markup {
     );
     return markup`<g class="series-${k}"><path class="line" d="${path.trim()}"></path>${points}</g>`;
   });
-  return frame(chart, HEIGHT, markup`${valueGrid(ticks, at)}${labels}${lines}`);
+  return frame(chart, HEIGHT + (upright ? 0 : ON_END_ROOM), markup`${valueGrid(ticks, at)}${labels}${lines}`);
 }

@@ -197,6 +197,11 @@ describe.skipIf(!BROWSER_TESTS)('report pages in headless Chromium', () => {
       expect(await chart.locator('circle.point').count()).toBe(12);
       expect(await chart.locator('path.line').getAttribute('d')).toMatch(/^M[\d.]+ [\d.]+( L[\d.]+ [\d.]+){11}$/);
       expect(await chart.locator(':scope > title').textContent()).toBe(`Net revenue per week, ${currency}`);
+      // Every week is labelled under its point, and the value axis says what it counts.
+      expect(await chart.locator(':scope > text:not(.unit)').allTextContents()).toEqual(
+        rows.map((row) => row.week.slice(5)),
+      );
+      expect(await chart.locator('text.unit').textContent()).toBe(`in ${currency}`);
       expect((await cells(page, id)).map((row) => [row[0], row[1], ...row.slice(2).map(figure)])).toEqual(
         rows.map((row) => [
           row.week,
@@ -209,6 +214,30 @@ describe.skipIf(!BROWSER_TESTS)('report pages in headless Chromium', () => {
       );
     }
     await screenshot(page, 'trend-report');
+  });
+
+  it('labels every week of a long trend, standing on end, none cut off by the chart', async () => {
+    const { file, json: trend } = await write<TrendReport>('trend-long', [
+      'trend',
+      '--weeks',
+      '40',
+      '--through-week',
+      '2025-W25',
+    ]);
+    const { page } = await open(file);
+    const weeks = trend.rows.filter((row) => row.currency === 'USD').map((row) => row.week.slice(5));
+    expect(weeks).toHaveLength(40);
+    const labels = page.locator('svg#trend-usd-chart > text.on-end');
+    expect(await labels.allTextContents()).toEqual(weeks);
+    // Each label lies inside the drawing, and no two overlap.
+    const boxes = (await page.evaluate(
+      "(() => { const svg = document.querySelector('svg#trend-usd-chart').getBoundingClientRect(); return Array.from(document.querySelectorAll('svg#trend-usd-chart > text.on-end'), (t) => { const b = t.getBoundingClientRect(); return [b.left - svg.left, b.right - svg.left, b.bottom - svg.top, svg.height]; }); })()",
+    )) as [number, number, number, number][];
+    for (const [left, , bottom, height] of boxes) {
+      expect(left).toBeGreaterThanOrEqual(0);
+      expect(bottom).toBeLessThanOrEqual(height);
+    }
+    for (let k = 1; k < boxes.length; k++) expect(boxes[k]![0]).toBeGreaterThanOrEqual(boxes[k - 1]![1] - 0.5);
   });
 
   it('holds its Content-Security-Policy: what the page is made to fetch is refused, and the refusal seen', async () => {
