@@ -201,6 +201,8 @@ async function serve(
       ...(configFile ? { configFile } : {}),
       allowUnsafeRole: options.allowUnsafeRole,
       metrics: options.http,
+      // A server over stdio lives as long as one client's session: the HTTP replicas run the schedules.
+      schedules: options.http,
       onFatal: (e) => fatal?.(e),
       signal: stopping.signal,
     });

@@ -54,6 +54,11 @@ export type ReportAnswer<Output> = Output & {
    * bound (`stale_after`): the sentence that says so, which every format shows (src/render/notes.ts).
    */
   readonly stale_feed?: string;
+  /**
+   * Set by the report command and the scheduler, never by a tool call, when an edition of the same period
+   * was kept before with other figures: what changed (src/history/), which every format shows.
+   */
+  readonly restated?: { readonly edition: string; readonly text: string };
 };
 
 /**

@@ -16,7 +16,7 @@ export function createDrain(
     readonly stopping: AbortController;
     readonly shutdownTimeoutMs: number;
     /** Stops what must not start again once draining (the role gate's retry). */
-    readonly beforeDrain: () => void;
+    readonly beforeDrain: () => void | Promise<void>;
   },
   logger: Logger,
 ): () => Promise<void> {
@@ -24,7 +24,7 @@ export function createDrain(
   let draining: Promise<void> | undefined;
   return () =>
     (draining ??= (async () => {
-      parts.beforeDrain();
+      await parts.beforeDrain();
       // Jobs running here are let go at once, for another replica to take over, rather than drained.
       await jobs?.close();
       if (await limits.drain(parts.shutdownTimeoutMs)) return;

@@ -17,7 +17,7 @@ import { createTokenizer } from '../lib/masking.js';
 import type { Logger } from '../lib/logger.js';
 import { countedAudit, createMetrics, type Metrics } from '../observability/prometheus.js';
 import type { Pack } from '../pack.js';
-import { openJobStore } from '../jobs/store.js';
+import { openJobStore, type JobStore } from '../jobs/store.js';
 import { describeServer, type ServerDeps } from '../server.js';
 import { callLimitsOf } from './call-limits.js';
 import { openDatabase } from './database.js';
@@ -25,6 +25,8 @@ import { createDrain, STOP_GRACE_MS } from './drain.js';
 import { jobServiceOf } from './job-service.js';
 import { createProbes } from './probes.js';
 import { createRoleGate } from './role-gate.js';
+import type { Scheduler } from '../schedules/scheduler.js';
+import { schedulerOf } from './schedules.js';
 import { servedRegistryOf } from './served-registry.js';
 
 export { openDatabase, type OpenDatabase } from './database.js';
@@ -35,6 +37,8 @@ export { PROBE_TIMEOUT_MS } from './probes.js';
 export interface App {
   readonly deps: ServerDeps;
   readonly packs: readonly Pack[];
+  /** The job store's handle (undefined without one): the report command keeps its editions there. */
+  readonly jobStore: JobStore | undefined;
   /** Key of legacy HTTP session ids, derived from the token key so that replicas share it. */
   readonly sessionKey: Uint8Array;
   /**
@@ -80,6 +84,8 @@ export interface AppOptions {
   readonly onFatal: (error: Error) => void;
   /** Aborted by a stop signal during start-up: start-up then stops what it started and throws. */
   readonly signal?: AbortSignal;
+  /** Whether to run the configuration file's schedules (a serving replica, not a one-off command). */
+  readonly schedules?: boolean;
 }
 
 const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref());
@@ -161,8 +167,36 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
   };
   const jobs = jobServiceOf(config, { jobStore, jobsUrl: database.jobsUrl }, deps, gate.ready, logger);
   const served: ServerDeps = jobs === undefined ? deps : { ...deps, jobs };
+  let scheduler: Scheduler | undefined;
+  try {
+    scheduler = options.schedules
+      ? schedulerOf(
+          config,
+          options.configFile,
+          packs.flatMap((p) => p.reports ?? []).filter((r) => registry.tools.some((t) => t.name === r.name)),
+          { jobStore, jobs, timeZone: live.ctx.timeZone, dimensions: registry.dataScopeDimensions },
+          logger,
+        )
+      : undefined;
+  } catch (err) {
+    gate.stop();
+    await jobs?.close();
+    await reader.close().catch(() => undefined);
+    await probes.close();
+    await database.stop().catch(() => undefined);
+    throw err;
+  }
   const drain = createDrain(
-    { limits, jobs, stopping, shutdownTimeoutMs: config.shutdownTimeoutMs, beforeDrain: gate.stop },
+    {
+      limits,
+      jobs,
+      stopping,
+      shutdownTimeoutMs: config.shutdownTimeoutMs,
+      beforeDrain: async () => {
+        gate.stop();
+        await scheduler?.close();
+      },
+    },
     logger,
   );
   return {
@@ -177,6 +211,7 @@ export async function startApp(config: Config, logger: Logger, options: AppOptio
     subjectKey: createHmac('sha256', tokenKey).update('querygate subjects').digest(),
     sessionKey: createHmac('sha256', tokenKey).update('querygate mcp session ids').digest(),
     deps: served,
+    jobStore,
     stop: async () => {
       live.close();
       await drain();

@@ -1,6 +1,6 @@
 /**
  * `querygate report <command>`: one report of the served packs, run once (from cron, say) and written
- * in as many formats as asked (report-output.ts). It runs in the app `serve` builds (the database, the
+ * in as many formats as asked (src/output/files.ts). It runs in the app `serve` builds (the database, the
  * reader role and its safety check, the configuration file, the limits) and calls the report through
  * the registry's one door, as an MCP client's tools/call does. A report names its command and its renderers itself
  * (src/reports.ts): nothing here knows a pack.
@@ -12,13 +12,16 @@
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { startApp } from '../app/index.js';
+import { startApp, type AppOptions } from '../app/index.js';
 import type { AuditLog } from '../observability/audit.js';
 import { CLI_CALLER_ID } from '../lib/caller-ids.js';
 import { loadConfig } from '../config.js';
 import { ConfigError, PermissionError } from '../lib/errors.js';
 import { quote } from '../lib/date-range.js';
-import { describeDuration, DURATION_RULE, durationMs } from '../lib/durations.js';
+import { DURATION_RULE, durationMs } from '../lib/durations.js';
+import { staleness } from '../output/staleness.js';
+import { historyOf, keepEdition, type EditionTables } from '../history/editions.js';
+import type { JobStore } from '../jobs/store.js';
 import { weekArgument } from '../lib/weeks.js';
 import { createLogger, silentLogger } from '../lib/logger.js';
 import { packsToServe } from '../packs.js';
@@ -32,9 +35,10 @@ import {
   reportFiles,
   writeReportFiles,
   type ReportFormat,
-} from './report-output.js';
+} from '../output/files.js';
 import { progressBar, type ProgressBar } from './progress-bar.js';
-import { findChromium, printPdf } from './report-pdf.js';
+import { HISTORY_COMMANDS, HISTORY_USAGE, historyCommand } from './report-history.js';
+import { findChromium, printPdf } from '../output/pdf.js';
 
 /** The exit status of each outcome: docs/reports.md lists them, and `report --help` says them. */
 export const REPORT_EXIT = {
@@ -107,6 +111,11 @@ export function reportCommands(reports: readonly AnyReport[]): Map<string, AnyRe
     if (!/^[a-z][a-z0-9-]*$/.test(report.command)) {
       throw new ConfigError(`report ${report.name}: command ${quote(report.command)} must be a lower-case word`);
     }
+    if ((HISTORY_COMMANDS as readonly string[]).includes(report.command)) {
+      throw new ConfigError(
+        `report ${report.name}: command ${report.command} is taken by querygate report ${report.command}`,
+      );
+    }
     const other = byCommand.get(report.command);
     if (other)
       throw new ConfigError(`reports ${other.name} and ${report.name} both take the command ${report.command}`);
@@ -173,6 +182,9 @@ export function reportUsage(reports: readonly AnyReport[]): string {
     'Exit status: 0 done; 1 a query failed or timed out; 2 a bad command line, an argument the report refuses or a',
     'configuration error; 3 the database refused the login or a permission; 4 the database is unreachable;',
     '5 the data are stale (the report is written, with a warning); 6 the output could not be written.',
+    '',
+    'What the reports left behind (kept in the job store):',
+    ...HISTORY_USAGE.map((line) => `  ${line}`),
     '',
     'Reports served here:',
     ...[...byCommand].map(
@@ -254,30 +266,30 @@ function reasonOf(result: CallToolResult): string {
 
 const oneLine = (text: string): string => text.split('\n')[0]!.trim();
 
-const minute = (ms: number): string => `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
-
 /**
- * Why an answer is stale, when its newest data are older than the bound at `nowMs`; undefined when
- * fresh. A report whose pack declares no high-water mark cannot be held to a bound, and says so.
+ * Keeps the edition in the history and gives the answer to write, with what it restates. A history
+ * that cannot be written does not stop the report: the line on stderr says the edition was not kept.
  */
-export function staleness(answer: Record<string, unknown>, boundMs: number, nowMs: number): string | undefined {
-  if (!('data_through' in answer)) {
-    throw new ConfigError(
-      'stale_after: this report has no data_through (its pack declares no high-water mark), so its freshness cannot be checked; leave stale_after out',
+async function kept(
+  jobs: JobStore,
+  request: ReportRequest,
+  answer: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
+  try {
+    const edition = await keepEdition(historyOf(jobs.withTables<EditionTables>()), {
+      report: request.report.name,
+      args: request.args,
+      dataScope: request.dataScope,
+      answer,
+      source: 'cli',
+    });
+    return edition.answer;
+  } catch (err) {
+    process.stderr.write(
+      `querygate report: the edition was not kept in the history: ${oneLine(String((err as Error).message ?? err))}\n`,
     );
+    return answer;
   }
-  const bound = describeDuration(boundMs);
-  if (answer.data_through === null) return `No data at all: the feed has delivered nothing (bound: ${bound}).`;
-  const through = Date.parse(answer.data_through as string);
-  if (nowMs - through <= boundMs) return undefined;
-  const minutes = Math.floor((nowMs - through) / 60_000);
-  const age =
-    minutes >= 48 * 60
-      ? `${Math.floor(minutes / 1440)} days`
-      : minutes >= 120
-        ? `${Math.floor(minutes / 60)} hours`
-        : `${minutes} minutes`;
-  return `Stale data: the newest data are from ${minute(through)}, ${age} before this report ran (${minute(nowMs)}), older than its bound of ${bound}. The figures stop there.`;
 }
 
 /** A report call leaves no line on stderr unless QUERYGATE_AUDIT_LOG names a file to keep it in. */
@@ -302,18 +314,30 @@ export async function reportCommand(argv: readonly string[]): Promise<number> {
       await writeReportFiles([{ path: undefined, text: `${reportUsage(reports)}\n` }]);
       return 0;
     }
-    const request = parseReportCommand(argv, reports);
-    // Before anything runs: a PDF asked for on a machine that cannot print one is refused at once.
-    const chromium = request.formats.includes('pdf') ? findChromium(config.chromium) : undefined;
-    const app = await startApp(config, logger, {
+    // The server `serve` builds, for one command: the reader role checked, the configuration file read.
+    const appOptions: AppOptions = {
       packs,
       packPaths: paths,
       ...(file ? { configFile: file } : {}),
       allowUnsafeRole: false,
       onFatal: stop,
       signal: stopping.signal,
-    });
+    };
+    if ((HISTORY_COMMANDS as readonly string[]).includes(argv[0] ?? '')) {
+      const app = await startApp(config, logger, appOptions);
+      try {
+        await historyCommand(argv, { config, file, reports, jobStore: app.jobStore, timeZone: app.deps.ctx.timeZone });
+      } finally {
+        await app.stop();
+      }
+      return REPORT_EXIT.done;
+    }
+    const request = parseReportCommand(argv, reports);
+    // Before anything runs: a PDF asked for on a machine that cannot print one is refused at once.
+    const chromium = request.formats.includes('pdf') ? findChromium(config.chromium) : undefined;
+    const app = await startApp(config, logger, appOptions);
     let answer: Record<string, unknown>;
+    let stale: string | undefined;
     try {
       if (!app.deps.registry.tools.some((t) => t.name === request.report.name)) {
         throw new ConfigError(`${request.report.name} is not served: the configuration file leaves it out`);
@@ -352,12 +376,13 @@ export async function reportCommand(argv: readonly string[]): Promise<number> {
         );
       }
       answer = result.structuredContent!;
+      const boundMs = request.staleAfterMs ?? file?.reports[request.report.name]?.staleAfterMs;
+      stale = boundMs === undefined ? undefined : staleness(answer, boundMs, Date.now());
+      if (stale !== undefined) answer = { ...answer, stale_feed: stale };
+      if (app.jobStore) answer = await kept(app.jobStore, request, answer);
     } finally {
       await app.stop();
     }
-    const boundMs = request.staleAfterMs ?? file?.reports[request.report.name]?.staleAfterMs;
-    const stale = boundMs === undefined ? undefined : staleness(answer, boundMs, Date.now());
-    if (stale !== undefined) answer = { ...answer, stale_feed: stale };
     const files = await reportFiles(
       request.report,
       request.formats,

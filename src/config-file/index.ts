@@ -14,6 +14,15 @@ import { MAX_ROWS } from '../lib/arguments.js';
 import { DURATION_RULE, durationMs } from '../lib/durations.js';
 import type { TemplateLimits } from '../registry/types.js';
 import { oauthSchema, oauthSettingsOf, type OAuthSettings } from './oauth.js';
+export {
+  SCHEDULE_FORMATS,
+  type Destination,
+  type ScheduledRun,
+  type ScheduleFormat,
+  type ScheduleSettings,
+  type SmtpSettings,
+} from './schedules.js';
+import { schedulesOf, schedulesSchema, type ScheduleSettings, type SmtpSettings } from './schedules.js';
 
 export {
   ASYMMETRIC_ALGORITHMS,
@@ -51,6 +60,12 @@ export interface ConfigFile {
   readonly oauth: OAuthSettings | undefined;
   /** Settings of the reports `querygate report` runs, by report name. */
   readonly reports: Readonly<Record<string, ReportSettings>>;
+  /** Reports the server runs by itself, on a cron schedule, to their destinations (docs/reports.md). */
+  readonly schedules: readonly ScheduleSettings[];
+  /** The mail server schedules send email through. */
+  readonly smtp: SmtpSettings | undefined;
+  /** How long editions are kept in the history; for ever when undefined. */
+  readonly historyKeepMs: number | undefined;
 }
 
 export interface ReportSettings {
@@ -170,6 +185,7 @@ function schema(options: ConfigFileOptions) {
           },
         )
         .default({}),
+      ...schedulesSchema(),
     },
     { error: 'must be a mapping' },
   );
@@ -234,6 +250,7 @@ export function parseConfigFile(value: unknown, options: ConfigFileOptions): Con
         stale_after === undefined ? {} : { staleAfterMs: durationMs(stale_after)! },
       ]),
     ),
+    ...schedulesOf(file),
   };
 }
 
@@ -343,6 +360,19 @@ export function resolveConfigFile(file: ConfigFile, available: readonly Availabl
       );
     }
   }
+  file.schedules.forEach((schedule) => {
+    if (!reports.includes(schedule.report)) {
+      problems.push(
+        `${fieldPath(['schedules', schedule.name, 'report'])}: "${schedule.report}" is not a served report (${reports.length === 0 ? 'none is served' : `the reports: ${reports.join(', ')}`})`,
+      );
+    }
+    const mails = schedule.runs.some((run) => run.destinations.some((d) => d.kind === 'email'));
+    if (mails && file.smtp === undefined) {
+      problems.push(
+        `${fieldPath(['schedules', schedule.name])}: sends email, so the file needs an "smtp" section ({ url_env, from })`,
+      );
+    }
+  });
   if (problems.length > 0) throw refuse(problems);
   return { ...file, selection, tools };
 }

@@ -70,5 +70,82 @@ export async function ensureJobStore(db: Kysely<unknown>, role: string): Promise
       )`.execute(tx);
     await sql`revoke all on ${schema}.rate_limits from public`.execute(tx);
     await sql`grant select, insert, update, delete on ${schema}.rate_limits to ${jobs}`.execute(tx);
+    await ensureReportTables(tx, schema, jobs);
   });
+}
+
+/**
+ * The tables of reports left running (src/schedules/, src/history/), beside the jobs that run them:
+ * - `schedules`: when each declared schedule was first seen, so that a missed run is known as one;
+ * - `schedule_runs`: one row per due run (schedule, instant due, scope), inserted by the replica that
+ *   claims it, so that a run happens once however many replicas see it due;
+ * - `report_deliveries`: one row per run and destination, claimed with FOR UPDATE SKIP LOCKED and marked
+ *   delivered in the transaction that claimed it, its idempotency key sent to webhooks;
+ * - `report_editions`: every report produced, its answer kept whole, so that a rerun can say what it restates.
+ */
+async function ensureReportTables(
+  tx: Kysely<unknown>,
+  schema: ReturnType<typeof sql.id>,
+  jobs: ReturnType<typeof sql.id>,
+): Promise<void> {
+  await sql`
+    create table if not exists ${schema}.schedules (
+      name text primary key,
+      since timestamptz not null default now()
+    )`.execute(tx);
+  await sql`
+    create table if not exists ${schema}.schedule_runs (
+      schedule text not null,
+      due_at timestamptz not null,
+      scope_key text not null default '',
+      job_id text,
+      state text not null check (state in ('running', 'delivering', 'done', 'failed', 'skipped', 'undelivered')),
+      edition_id text,
+      error text,
+      created_at timestamptz not null default now(),
+      updated_at timestamptz not null default now(),
+      primary key (schedule, due_at, scope_key)
+    )`.execute(tx);
+  await sql`
+    create table if not exists ${schema}.report_deliveries (
+      schedule text not null,
+      due_at timestamptz not null,
+      scope_key text not null default '',
+      destination text not null,
+      idempotency_key text not null unique,
+      state text not null check (state in ('pending', 'delivered', 'failed')),
+      attempts integer not null default 0,
+      next_attempt_at timestamptz not null default now(),
+      delivered_at timestamptz,
+      last_error text,
+      primary key (schedule, due_at, scope_key, destination)
+    )`.execute(tx);
+  await sql`create index if not exists report_deliveries_due on ${schema}.report_deliveries (next_attempt_at) where state = 'pending'`.execute(
+    tx,
+  );
+  await sql`
+    create table if not exists ${schema}.report_editions (
+      id text primary key,
+      report text not null,
+      start_date text,
+      end_date text,
+      scope_key text not null default '',
+      data_scope jsonb,
+      arguments jsonb not null,
+      -- json, not jsonb: the text kept as it was sent, its keys in their order, so that a show is byte for byte the same
+      answer json not null,
+      hash text not null,
+      data_through timestamptz,
+      ran_at timestamptz not null default now(),
+      source text not null,
+      restates text
+    )`.execute(tx);
+  await sql`create index if not exists report_editions_period on ${schema}.report_editions (report, start_date, end_date, scope_key, ran_at)`.execute(
+    tx,
+  );
+  await sql`create index if not exists report_editions_ran on ${schema}.report_editions (ran_at)`.execute(tx);
+  for (const table of ['schedules', 'schedule_runs', 'report_deliveries', 'report_editions']) {
+    await sql`revoke all on ${sql.id(JOB_SCHEMA, table)} from public`.execute(tx);
+    await sql`grant select, insert, update, delete on ${sql.id(JOB_SCHEMA, table)} to ${jobs}`.execute(tx);
+  }
 }

@@ -66,6 +66,8 @@ export interface JobService {
   get(reader: JobReader, id: string): Promise<JobRow | undefined>;
   /** Asks for a job the reader may read to be cancelled; gives it as it stands. */
   cancel(reader: JobReader, id: string): Promise<JobRow | undefined>;
+  /** Claims a job recorded without an owner (a scheduled run's) and runs it here, when there is room. */
+  take(id: string): Promise<void>;
   /** Stops taking jobs and lets go of those running here, for another replica to take over. */
   close(): Promise<void>;
 }
@@ -325,6 +327,7 @@ export function startJobService(options: JobServiceOptions): JobService {
       }
       return job;
     },
+    take: (id) => takeOver(id),
     cancel: async (reader, id) => {
       const job = await requestCancel(store, id, reader);
       // Heard here at once; other replicas hear it through NOTIFY or their next heartbeat.

@@ -12,7 +12,7 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCli, type RunningCli } from '../support/cli.js';
 import { connectAdmin, figures, structured } from '../support/harness.js';
-import { createScratchDatabase, eventually, type ScratchDatabase } from '../support/scratch.js';
+import { createScratchDatabase, eventually, readersWaitingOnLocks, type ScratchDatabase } from '../support/scratch.js';
 
 const LISTEN = /listening on (http:\/\/[^"\s]+\/mcp)/;
 const TREND = { weeks: 12, through_week: '2025-W24' } as const;
@@ -51,15 +51,7 @@ const call = async (client: Client, name: string, args: Record<string, unknown>)
 const job = async (client: Client, id: string): Promise<Job> =>
   structured<Job>(await call(client, 'get_report_job', { job_id: id }));
 
-/** The reader backends waiting for a lock in the scratch database. */
-async function blocked(): Promise<number> {
-  const { rows } = await watcher.query<{ n: number }>(
-    `select count(*)::int as n from pg_stat_activity
-      where datname = $1 and usename = 'querygate_reader' and state = 'active' and wait_event_type = 'Lock'`,
-    [scratch.name],
-  );
-  return rows[0]!.n;
-}
+const blocked = (): Promise<number> => readersWaitingOnLocks(watcher, scratch.name);
 
 let a: Client;
 let b: Client;

@@ -4,7 +4,7 @@
  * said in minutes, hours or days as it grows. A report with no high-water mark cannot be held to one.
  */
 import { describe, expect, it } from 'vitest';
-import { staleness } from '../../src/commands/report-command.js';
+import { staleness } from '../../src/output/staleness.js';
 import { ConfigError } from '../../src/lib/errors.js';
 
 const NOW = Date.parse('2026-12-04T07:00:00Z');

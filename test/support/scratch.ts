@@ -125,3 +125,13 @@ export async function eventually<T>(
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/** How many reader backends of a database wait for a lock: a report's query caught mid-way by a test's lock. */
+export async function readersWaitingOnLocks(watcher: pg.Client, database: string): Promise<number> {
+  const { rows } = await watcher.query<{ n: number }>(
+    `select count(*)::int as n from pg_stat_activity
+      where datname = $1 and usename = 'querygate_reader' and state = 'active' and wait_event_type = 'Lock'`,
+    [database],
+  );
+  return rows[0]!.n;
+}

@@ -18,6 +18,7 @@ export const SLOW_SUITES: readonly string[] = [
   'test/db/reader-reach.test.ts',
   'test/transports/replicas.test.ts',
   'test/reports/report-cli.test.ts',
+  'test/reports/report-schedules.test.ts',
   'test/reports/report-html.test.ts',
   'test/resilience.test.ts',
   'test/migrations/rollup-isolation.test.ts',

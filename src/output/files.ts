@@ -75,7 +75,7 @@ function tableColumns(report: AnyReport): Record<string, string[]> {
 const ensureNewline = (text: string): string => (text.endsWith('\n') ? text : `${text}\n`);
 
 /** The answer laid out in one text format, by the report's own renderers or the engine's (JSON). */
-function rendered(report: AnyReport, format: 'md' | 'html' | 'json', answer: Record<string, unknown>): string {
+export function rendered(report: AnyReport, format: 'md' | 'html' | 'json', answer: Record<string, unknown>): string {
   if (format === 'md' && report.render?.markdown) return ensureNewline(report.render.markdown(answer as never));
   if (format === 'html' && report.render?.html) return ensureNewline(report.render.html(answer as never));
   return `${JSON.stringify(answer, null, 2)}\n`;
@@ -83,7 +83,7 @@ function rendered(report: AnyReport, format: 'md' | 'html' | 'json', answer: Rec
 
 /**
  * Every file of the answer in the formats asked for, checked by checkOutput. A PDF is the HTML page
- * printed by `print` (report-pdf.ts), given only when PDF is asked for.
+ * printed by `print` (pdf.ts), given only when PDF is asked for.
  */
 export async function reportFiles(
   report: AnyReport,
