@@ -59,6 +59,8 @@ export type ReportAnswer<Output> = Output & {
    * was kept before with other figures: what changed (src/history/), which every format shows.
    */
   readonly restated?: { readonly edition: string; readonly text: string };
+  /** Set by the report command and the scheduler where alert rules are declared: those that fired. */
+  readonly alerts?: readonly { readonly rule: string; readonly text: string }[];
 };
 
 /**

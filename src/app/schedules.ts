@@ -9,6 +9,7 @@ import type { JobService } from '../jobs/service.js';
 import type { JobStore } from '../jobs/store.js';
 import { ConfigError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
+import { alertRuleProblems } from '../output/alerts.js';
 import { formatsOf } from '../output/files.js';
 import { findChromium, printPdf } from '../output/pdf.js';
 import type { AnyReport } from '../reports.js';
@@ -38,6 +39,11 @@ export function schedulerOf(
   }
   const byName = new Map(reports.map((r) => [r.name, r]));
   const problems = checkSchedules(schedules, byName, formatsOf);
+  for (const name of new Set(schedules.map((s) => s.report))) {
+    const report = byName.get(name);
+    const rules = file?.reports[name]?.alerts ?? [];
+    if (report) problems.push(...alertRuleProblems(report.output, rules, `reports.${name}.alerts`));
+  }
   const env = process.env;
   const smtpUrl = file?.smtp === undefined ? undefined : env[file.smtp.urlEnv];
   if (file?.smtp !== undefined) {
@@ -83,6 +89,7 @@ export function schedulerOf(
     },
     print: chromium === undefined ? undefined : (html) => printPdf(chromium, html),
     staleAfterMs: (report) => file?.reports[report]?.staleAfterMs,
+    alertRules: (report) => file?.reports[report]?.alerts ?? [],
     historyKeepMs: file?.historyKeepMs,
     logger,
   });

@@ -20,6 +20,7 @@ import { ConfigError, PermissionError } from '../lib/errors.js';
 import { quote } from '../lib/date-range.js';
 import { DURATION_RULE, durationMs } from '../lib/durations.js';
 import { staleness } from '../output/staleness.js';
+import { alertRuleProblems, firedAlerts, type FiredAlert } from '../output/alerts.js';
 import { historyOf, keepEdition, type EditionTables } from '../history/editions.js';
 import type { JobStore } from '../jobs/store.js';
 import { weekArgument } from '../lib/weeks.js';
@@ -56,6 +57,8 @@ export const REPORT_EXIT = {
   stale: 5,
   /** The report was made but could not be written where it was asked to go. */
   undelivered: 6,
+  /** An alert rule of the report (`reports.<name>.alerts` in the configuration file) fired: written, with the alert in every format. */
+  alert: 7,
 } as const;
 type ReportExit = (typeof REPORT_EXIT)[keyof typeof REPORT_EXIT];
 
@@ -181,7 +184,8 @@ export function reportUsage(reports: readonly AnyReport[]): string {
     '--data-scope runs it as a caller who sees those values only (region=Europe): every format says so.',
     'Exit status: 0 done; 1 a query failed or timed out; 2 a bad command line, an argument the report refuses or a',
     'configuration error; 3 the database refused the login or a permission; 4 the database is unreachable;',
-    '5 the data are stale (the report is written, with a warning); 6 the output could not be written.',
+    '5 the data are stale (the report is written, with a warning); 6 the output could not be written;',
+    '7 an alert rule of the report fired (the report is written, with the alert).',
     '',
     'What the reports left behind (kept in the job store):',
     ...HISTORY_USAGE.map((line) => `  ${line}`),
@@ -333,11 +337,15 @@ export async function reportCommand(argv: readonly string[]): Promise<number> {
       return REPORT_EXIT.done;
     }
     const request = parseReportCommand(argv, reports);
+    const rules = file?.reports[request.report.name]?.alerts ?? [];
+    const wrongRules = alertRuleProblems(request.report.output, rules, `reports.${request.report.name}.alerts`);
+    if (wrongRules.length > 0) throw new ConfigError(`QUERYGATE_CONFIG ${wrongRules[0]}`);
     // Before anything runs: a PDF asked for on a machine that cannot print one is refused at once.
     const chromium = request.formats.includes('pdf') ? findChromium(config.chromium) : undefined;
     const app = await startApp(config, logger, appOptions);
     let answer: Record<string, unknown>;
     let stale: string | undefined;
+    let fired: FiredAlert[] = [];
     try {
       if (!app.deps.registry.tools.some((t) => t.name === request.report.name)) {
         throw new ConfigError(`${request.report.name} is not served: the configuration file leaves it out`);
@@ -379,6 +387,8 @@ export async function reportCommand(argv: readonly string[]): Promise<number> {
       const boundMs = request.staleAfterMs ?? file?.reports[request.report.name]?.staleAfterMs;
       stale = boundMs === undefined ? undefined : staleness(answer, boundMs, Date.now());
       if (stale !== undefined) answer = { ...answer, stale_feed: stale };
+      fired = firedAlerts(answer, rules);
+      if (fired.length > 0) answer = { ...answer, alerts: fired };
       if (app.jobStore) answer = await kept(app.jobStore, request, answer);
     } finally {
       await app.stop();
@@ -392,6 +402,10 @@ export async function reportCommand(argv: readonly string[]): Promise<number> {
     );
     await writeReportFiles(files);
     if (stale !== undefined) throw new ReportFailure(REPORT_EXIT.stale, stale);
+    if (fired.length > 0) {
+      const more = fired.length > 1 ? ` (and ${fired.length - 1} more: see the report)` : '';
+      throw new ReportFailure(REPORT_EXIT.alert, `${fired[0]!.text}${more}`);
+    }
     return REPORT_EXIT.done;
   } catch (err) {
     bar?.clear();

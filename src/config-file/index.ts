@@ -22,6 +22,7 @@ export {
   type ScheduleSettings,
   type SmtpSettings,
 } from './schedules.js';
+import type { AlertRule } from '../output/alerts.js';
 import { schedulesOf, schedulesSchema, type ScheduleSettings, type SmtpSettings } from './schedules.js';
 
 export {
@@ -71,6 +72,8 @@ export interface ConfigFile {
 export interface ReportSettings {
   /** `stale_after`: a report whose newest data are older than this (milliseconds) fails as stale. */
   readonly staleAfterMs?: number;
+  /** `alerts`: rules over the report's figures, evaluated with every run (src/output/alerts.ts). */
+  readonly alerts?: readonly AlertRule[];
 }
 
 /** A pack the server could serve: its name, where it was loaded from (for `path` entries), its templates. */
@@ -178,6 +181,25 @@ function schema(options: ConfigFileOptions) {
               .string({ error: 'must be a duration such as 36h' })
               .refine((text) => durationMs(text) !== undefined, DURATION_RULE)
               .optional(),
+            alerts: z
+              .array(
+                z.union(
+                  [
+                    z
+                      .strictObject({
+                        figure: z.string().min(1, 'must name a figure'),
+                        above: z.number({ error: 'must be a number' }).optional(),
+                        below: z.number({ error: 'must be a number' }).optional(),
+                      })
+                      .refine((r) => r.above !== undefined || r.below !== undefined, 'give "above", "below", or both'),
+                    z.strictObject({ rows_in: z.string().min(1, 'must name a table') }),
+                  ],
+                  { error: 'must be { figure, above and/or below } or { rows_in: TABLE }' },
+                ),
+                { error: 'must be a list of rules' },
+              )
+              .min(1, 'must list at least one rule')
+              .optional(),
           }),
           {
             error: (issue) =>
@@ -245,9 +267,24 @@ export function parseConfigFile(value: unknown, options: ConfigFileOptions): Con
     scopes: file.scopes,
     oauth: file.oauth && oauthSettingsOf(file.oauth),
     reports: Object.fromEntries(
-      Object.entries(file.reports).map(([report, { stale_after }]) => [
+      Object.entries(file.reports).map(([report, { stale_after, alerts }]) => [
         report,
-        stale_after === undefined ? {} : { staleAfterMs: durationMs(stale_after)! },
+        {
+          ...(stale_after === undefined ? {} : { staleAfterMs: durationMs(stale_after)! }),
+          ...(alerts === undefined
+            ? {}
+            : {
+                alerts: alerts.map((rule): AlertRule =>
+                  'rows_in' in rule
+                    ? { rowsIn: rule.rows_in }
+                    : {
+                        figure: rule.figure,
+                        ...(rule.above === undefined ? {} : { above: rule.above }),
+                        ...(rule.below === undefined ? {} : { below: rule.below }),
+                      },
+                ),
+              }),
+        },
       ]),
     ),
     ...schedulesOf(file),

@@ -42,6 +42,8 @@ export interface ScheduleSettings {
   readonly cron: string;
   /** A run missed while no replica was up: run late (`catch_up`) or let go (`skip`, the default). */
   readonly missed: 'catch_up' | 'skip';
+  /** `always` (the default), or `on_alert`: only when an alert rule of the report fired (the edition is kept either way). */
+  readonly send: 'always' | 'on_alert';
   /** The files each destination gets. */
   readonly formats: readonly ScheduleFormat[];
   /** One report per entry: a schedule without `fan_out` has one, for every row. */
@@ -109,6 +111,7 @@ export function schedulesSchema() {
         .string({ error: 'must be a cron expression' })
         .refine(isCron, 'is not a cron expression of five or six fields'),
       missed: z.enum(['catch_up', 'skip'], { error: 'must be "catch_up" or "skip"' }).default('skip'),
+      send: z.enum(['always', 'on_alert'], { error: 'must be "always" or "on_alert"' }).default('always'),
       formats: z
         .array(z.enum(SCHEDULE_FORMATS, { error: `must be one of ${SCHEDULE_FORMATS.join(', ')}` }), {
           error: 'must be a list of formats',
@@ -187,6 +190,7 @@ export function schedulesOf(parsed: Pick<Parsed, 'schedules' | 'smtp' | 'history
       arguments: s.arguments,
       cron: s.cron,
       missed: s.missed,
+      send: s.send,
       formats: [...new Set(s.formats)],
       runs: [
         ...(s.deliver === undefined

@@ -236,7 +236,11 @@ export function startJobService(options: JobServiceOptions): JobService {
     if (!canRun()) return;
     const room = settings.maxRunning - running.size;
     if (room <= 0) return;
-    const claimed = await claimStale(store, owner, settings, { limit: room, ...(id === undefined ? {} : { id }) });
+    const claimed = await claimStale(store, owner, settings, {
+      limit: room,
+      running: [...running.keys()],
+      ...(id === undefined ? {} : { id }),
+    });
     for (const job of claimed) {
       logger.info('job taken over', { job_id: job.id, tool: job.tool, attempt: job.attempts });
       start(job);

@@ -306,7 +306,7 @@ export async function claimStale(
   db: JobStore,
   owner: string,
   takeover: Takeover,
-  pick: { readonly limit: number; readonly id?: string },
+  pick: { readonly limit: number; readonly id?: string; readonly running?: readonly string[] },
 ): Promise<JobRow[]> {
   const stale = sql<boolean>`(heartbeat_at is null or heartbeat_at < now() - make_interval(secs => ${takeover.leaseSeconds}))`;
   const quiet = db
@@ -315,7 +315,9 @@ export async function claimStale(
     .where('state', 'in', IN_FLIGHT)
     .where('expires_at', '>', sql<Date>`now()`)
     .where(stale)
-    .$if(pick.id !== undefined, (q) => q.where('id', '=', pick.id!));
+    .$if(pick.id !== undefined, (q) => q.where('id', '=', pick.id!))
+    // A job this replica runs is not quiet, however late its heartbeat (a busy machine): never claimed twice.
+    .$if((pick.running ?? []).length > 0, (q) => q.where('id', 'not in', pick.running!));
   await db
     .updateTable(JOBS)
     .set({ state: 'cancelled', owner: null, heartbeat_at: null, updated_at: sql<Date>`now()` })

@@ -117,6 +117,7 @@ p { margin: .4rem 0; }
 .notice { margin: .8rem 0; padding: .5rem .8rem; border-left: 4px solid var(--muted); background: var(--head); }
 .notice.stale { border-left-color: #b3261e; background: #fdecea; font-weight: 600; }
 .notice.restated { border-left-color: #b26a00; background: #fff4e5; }
+.notice.alert { border-left-color: #b3261e; background: #fdecea; font-weight: 600; }
 .lead { font-size: 1.05rem; font-weight: 600; }
 .pair { display: grid; grid-template-columns: minmax(0, 1fr) auto; gap: 1.5rem; align-items: start;
   margin-bottom: 1.2rem; }

@@ -22,7 +22,11 @@ export function markdownCell(value: string | number | null | undefined): string 
  */
 export function markdownNotes(answer: NotedAnswer): string[] {
   return reportNotes(answer).flatMap((note) => [
-    note.kind === 'stale' ? `**Warning: ${markdownText(note.text)}**` : `_${markdownText(note.text)}_`,
+    note.kind === 'stale'
+      ? `**Warning: ${markdownText(note.text)}**`
+      : note.kind === 'alert'
+        ? `**${markdownText(note.text)}**`
+        : `_${markdownText(note.text)}_`,
     '',
   ]);
 }

@@ -11,11 +11,13 @@ export interface NotedAnswer {
   readonly stale_feed?: string;
   /** Set when an edition of the same period was kept before and its figures differ (src/history/). */
   readonly restated?: { readonly text: string };
+  /** The alert rules that fired on the figures (src/output/alerts.ts), set where rules are declared. */
+  readonly alerts?: readonly { readonly text: string }[];
 }
 
 export interface ReportNote {
   /** `scope`: a part of the data; `stale`: a feed that stopped, a warning; `restated`: figures changed since sent. */
-  readonly kind: 'scope' | 'stale' | 'restated';
+  readonly kind: 'scope' | 'stale' | 'restated' | 'alert';
   readonly text: string;
 }
 
@@ -23,6 +25,7 @@ export interface ReportNote {
 export function reportNotes(answer: NotedAnswer): ReportNote[] {
   return [
     ...(answer.stale_feed === undefined ? [] : [{ kind: 'stale' as const, text: answer.stale_feed }]),
+    ...(answer.alerts ?? []).map((alert) => ({ kind: 'alert' as const, text: alert.text })),
     ...(answer.restated === undefined ? [] : [{ kind: 'restated' as const, text: answer.restated.text }]),
     ...(answer.data_scope === undefined
       ? []

@@ -18,6 +18,7 @@ import { localToday } from '../lib/periods.js';
 import { deleteOldEditions, historyOf, keepEditionIn, scopeKey, type EditionRow } from '../history/editions.js';
 import { reportFiles, rendered, type ReportFormat } from '../output/files.js';
 import { staleness } from '../output/staleness.js';
+import { firedAlerts, type AlertRule } from '../output/alerts.js';
 import type { AnyReport, ReportContext } from '../reports.js';
 import { DeliveryError, send, type Parcel, type Senders } from './destinations.js';
 import {
@@ -56,8 +57,9 @@ export interface SchedulerOptions {
   readonly senders: Senders;
   /** Prints a page as PDF; given when a schedule asks for PDF. */
   readonly print: ((html: string) => Promise<Uint8Array>) | undefined;
-  /** A report's stale_after bound, from the configuration file. */
+  /** A report's stale_after bound and alert rules, from the configuration file. */
   readonly staleAfterMs: (report: string) => number | undefined;
+  readonly alertRules: (report: string) => readonly AlertRule[];
   readonly historyKeepMs: number | undefined;
   readonly logger: Logger;
   readonly tickMs?: number;
@@ -204,6 +206,16 @@ export function startScheduler(options: SchedulerOptions): Scheduler {
         answer = { ...answer, stale_feed: stale };
         logger.warn('scheduled report is stale', { alert: true, schedule: run.schedule, message: stale });
       }
+      const fired = firedAlerts(answer, options.alertRules(schedule.report));
+      if (fired.length > 0) {
+        answer = { ...answer, alerts: fired };
+        logger.warn('scheduled report alert', {
+          alert: true,
+          schedule: run.schedule,
+          due_at: run.due_at.toISOString(),
+          alerts: fired.map((f) => f.text),
+        });
+      }
       const { row } = await keepEditionIn(historyOf<ScheduleTables>(tx), {
         report: schedule.report,
         args: ended.args ?? {},
@@ -211,12 +223,10 @@ export function startScheduler(options: SchedulerOptions): Scheduler {
         answer,
         source: `schedule:${schedule.name}`,
       });
-      await queueDeliveries(
-        tx,
-        run,
-        entry.destinations.map((d) => d.name),
-      );
-      await setRunState(tx, run, { state: entry.destinations.length === 0 ? 'done' : 'delivering', editionId: row.id });
+      // `send: on_alert` keeps the edition of a quiet week, and sends nothing.
+      const destinations = schedule.send === 'always' || fired.length > 0 ? entry.destinations.map((d) => d.name) : [];
+      await queueDeliveries(tx, run, destinations);
+      await setRunState(tx, run, { state: destinations.length === 0 ? 'done' : 'delivering', editionId: row.id });
     });
   };
 

@@ -127,6 +127,14 @@ beforeAll(async () => {
   const config = {
     smtp: { url_env: 'TEAM_SMTP_URL', from: 'reports@example.com' },
     history: { keep: '400d' },
+    reports: {
+      weekly_sales_report: {
+        alerts: [
+          { figure: 'metrics: refund_rate', above: 0 },
+          { figure: 'metrics: revenue EUR change_vs_last_week', below: -99.9 },
+        ],
+      },
+    },
     schedules: {
       'weekly-team': {
         report: 'weekly_sales_report',
@@ -150,7 +158,7 @@ beforeAll(async () => {
     QUERYGATE_TIME_ZONE: ZONE,
     QUERYGATE_CONFIG: join(dir, 'querygate.json'),
     QUERYGATE_TOKEN_KEY: 'report-schedules-key',
-    QUERYGATE_JOB_LEASE_SECONDS: '2',
+    QUERYGATE_JOB_LEASE_SECONDS: '4',
     QUERYGATE_STATEMENT_TIMEOUT_MS: '60000',
     TEAM_SMTP_URL: `smtp://127.0.0.1:${smtpPort}`,
     TEAM_HOOK_KEY: 'a-shared-signing-key',
@@ -244,6 +252,27 @@ describe('a schedule on two replicas', () => {
       new Set(['EUR', 'USD']),
     );
     expect(attachment(team!, '.pdf')!.content.subarray(0, 5).toString()).toBe('%PDF-');
+    // The declared rules, judged on the figures just held to the raw orders.
+    const metric = (name: string, currency: string | null) =>
+      answer.metrics.find((m) => m.metric === name && m.currency === currency)!;
+    const refunds = metric('refund_rate', null).value!;
+    const eurChange = metric('revenue', 'EUR').change_vs_last_week;
+    const expected = [
+      ...(refunds > 0
+        ? [
+            {
+              rule: 'metrics: refund_rate above 0',
+              text: `Alert: metrics: refund_rate is ${refunds.toLocaleString('en-US', { maximumFractionDigits: 20 })}, above 0.`,
+            },
+          ]
+        : []),
+      ...(eurChange !== null && eurChange < -99.9
+        ? [{ rule: 'metrics: revenue EUR change_vs_last_week below -99.9' }]
+        : []),
+    ];
+    expect(refunds).toBeGreaterThan(0); // the week has refunds: the rule must fire
+    expect((answer as WeeklyReport & { alerts?: unknown[] }).alerts).toEqual(expected);
+    expect(team!.html).toContain(`<p class="notice alert">${expected[0]!.text}</p>`);
     expect(attachment(team!, '.daily.csv')).toBeDefined();
 
     // The webhook's body is the same edition, signed with the shared key.
@@ -337,13 +366,24 @@ describe('a schedule on two replicas', () => {
       /^weekly-team +weekly_sales_report +\S+ \S+ \S+ \S+ \S+ \S+ \(Europe\/Berlin\) +\d{4}-\d\d-\d\d \d\d:\d\d UTC +\d{4}-\d\d-\d\d \d\d:\d\d UTC +done +4 delivered$/m,
     );
 
+    // A rule that fires makes a cron run exit 7, the report written with the alert in it.
+    const rules = join(dir, 'alerts.json');
+    writeFileSync(rules, JSON.stringify({ reports: { weekly_sales_report: { alerts: [{ rows_in: 'daily' }] } } }));
+    const alerted = await runCli(['report', 'weekly', '--week', WEEK, '--format', 'json'], {
+      ...env,
+      QUERYGATE_CONFIG: rules,
+    });
+    const days = (JSON.parse(alerted.stdout) as WeeklyReport).daily.length;
+    expect(alerted.code).toBe(7);
+    expect(alerted.stderr).toBe(`querygate report: Alert: ${days} rows in daily.\n`);
+
     const unknown = await runCli(['report', 'show', 'no-such-edition'], env);
     expect(unknown).toEqual({
       code: 2,
       stdout: '',
       stderr: 'querygate report: report show: no edition is called "no-such-edition"; report history lists them\n',
     });
-  });
+  }, 240_000);
 });
 
 describe('a schedule that could never run or deliver', () => {
@@ -379,5 +419,5 @@ describe('a schedule that could never run or deliver', () => {
     );
     expect(stderr).not.toContain(scratch.jobsUrl);
     expect(stderr).not.toMatch(/\n\s+at /);
-  });
+  }, 120_000);
 });

@@ -8,6 +8,8 @@ import { parseConfigFile, resolveConfigFile, type AvailablePack } from '../../sr
 import { ConfigError } from '../../src/lib/errors.js';
 import { figuresOf, restatedFigures, restatementSentence } from '../../src/history/restatement.js';
 import { dueTimes } from '../../src/schedules/scheduler.js';
+import { alertRuleProblems, firedAlerts } from '../../src/output/alerts.js';
+import { weeklyOutput } from '../../reports/weekly-shape.js';
 
 const OPTIONS = { statementTimeoutMs: 5000 };
 const AVAILABLE: AvailablePack[] = [
@@ -67,6 +69,7 @@ describe('the schedules section', () => {
         arguments: { week: 'last_week' },
         cron: '0 8 * * 1',
         missed: 'skip',
+        send: 'always',
         formats: ['html'],
         runs: [
           {
@@ -213,5 +216,89 @@ describe('a restatement', () => {
       'Restated since the edition of 2025-10-27 07:00 UTC: metrics: order_count 177 → 176; metrics: revenue EUR 19,080.37 → 18,898.24; daily: 2025-10-20 Monday EUR revenue 100 → –.',
     );
     expect(restatedFigures(sent, { ...sent, summary: 'other words' })).toEqual([]);
+  });
+});
+
+describe('alert rules', () => {
+  const answer = {
+    metrics: [
+      {
+        metric: 'refund_rate',
+        currency: null,
+        value: 7.25,
+        change_vs_last_week: 1.5,
+        change_unit: 'percentage_points',
+      },
+      { metric: 'revenue', currency: 'EUR', value: 1000, change_vs_last_week: -25, change_unit: 'percent' },
+      { metric: 'revenue', currency: 'USD', value: null, change_vs_last_week: null, change_unit: 'percent' },
+    ],
+    notable_days: [],
+    daily: [{ date: '2025-03-24', revenue: 1 }],
+  };
+
+  it('fire on a figure above or below its bound, or a table with rows, and not on a missing figure', () => {
+    expect(
+      firedAlerts(answer, [
+        { figure: 'metrics: refund_rate', above: 6 },
+        { figure: 'metrics: refund_rate', below: 7.25 },
+        { figure: 'metrics: revenue EUR change_vs_last_week', below: -20 },
+        { figure: 'metrics: revenue USD', below: 1 },
+        { figure: 'metrics: revenue GBP', below: 1 },
+        { rowsIn: 'notable_days' },
+        { rowsIn: 'daily' },
+      ]),
+    ).toEqual([
+      { rule: 'metrics: refund_rate above 6', text: 'Alert: metrics: refund_rate is 7.25, above 6.' },
+      {
+        rule: 'metrics: revenue EUR change_vs_last_week below -20',
+        text: 'Alert: metrics: revenue EUR change_vs_last_week is -25, below -20.',
+      },
+      { rule: 'rows in daily', text: 'Alert: 1 row in daily.' },
+    ]);
+  });
+
+  it("are checked against the report's answer schema, naming the rule", () => {
+    expect(
+      alertRuleProblems(
+        weeklyOutput,
+        [
+          { figure: 'metrics: refund_rate', above: 6 },
+          { figure: 'metrics: revenue EUR change_vs_last_week', below: -20 },
+          { figure: 'metric: refund_rate', above: 6 },
+          { figure: 'regions: Europe EUR region', above: 6 },
+          { rowsIn: 'notable_day' },
+          { rowsIn: 'notable_days' },
+        ],
+        'reports.weekly_sales_report.alerts',
+      ),
+    ).toEqual([
+      expect.stringMatching(
+        /^reports\.weekly_sales_report\.alerts\[2\]\.figure: "metric" is not a table of the report \(its tables: metrics, daily, /,
+      ),
+      expect.stringMatching(
+        /^reports\.weekly_sales_report\.alerts\[3\]\.figure: "regions: Europe EUR region" names no number of regions \(its numbers: revenue, last_week_revenue, change_pct\)$/,
+      ),
+      expect.stringMatching(
+        /^reports\.weekly_sales_report\.alerts\[4\]\.rows_in: "notable_day" is not a table of the report/,
+      ),
+    ]);
+  });
+
+  it('are read from the configuration file, each mistake naming its field', () => {
+    const file = parseConfigFile(
+      {
+        reports: {
+          weekly_sales_report: { alerts: [{ figure: 'metrics: refund_rate', above: 6 }, { rows_in: 'notable_days' }] },
+        },
+      },
+      OPTIONS,
+    );
+    expect(file.reports.weekly_sales_report!.alerts).toEqual([
+      { figure: 'metrics: refund_rate', above: 6 },
+      { rowsIn: 'notable_days' },
+    ]);
+    expect(refusal({ reports: { weekly_sales_report: { alerts: [{ figure: 'metrics: refund_rate' }] } } })).toBe(
+      'QUERYGATE_CONFIG reports.weekly_sales_report.alerts[0]: give "above", "below", or both',
+    );
   });
 });
