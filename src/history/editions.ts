@@ -112,52 +112,50 @@ export async function keepEditionIn(
   const start = dateOf(edition.answer.start_date);
   const end = dateOf(edition.answer.end_date);
   const scope = scopeKey(edition.dataScope);
-  {
-    await sql`select pg_advisory_xact_lock(hashtext(${`querygate_editions:${edition.report}:${start}:${end}:${scope}`}))`.execute(
-      tx,
-    );
-    const previous =
-      start === null || end === null
-        ? undefined
-        : await tx
-            .selectFrom(EDITIONS)
-            .selectAll()
-            .where('report', '=', edition.report)
-            .where('start_date', '=', start)
-            .where('end_date', '=', end)
-            .where('scope_key', '=', scope)
-            .orderBy('ran_at', 'desc')
-            .limit(1)
-            .executeTakeFirst();
-    const changes = previous ? restatedFigures(previous.answer, edition.answer) : [];
-    const since = previous?.ran_at.toISOString();
-    // Figures equal to a restated edition's are restated still: a second rerun says what the first did.
-    const restated: Restated | undefined =
-      previous && changes.length > 0
-        ? { edition: previous.id, since: since!, changes, text: restatementSentence(since!, changes) }
-        : (previous?.answer.restated as Restated | undefined);
-    const answer = restated ? { ...edition.answer, restated } : edition.answer;
-    const through = answer.data_through;
-    const row = await tx
-      .insertInto(EDITIONS)
-      .values({
-        id: randomBytes(9).toString('base64url'),
-        report: edition.report,
-        start_date: start,
-        end_date: end,
-        scope_key: scope,
-        data_scope: edition.dataScope === undefined ? null : JSON.stringify(edition.dataScope),
-        arguments: JSON.stringify(edition.args),
-        answer: JSON.stringify(answer),
-        hash: answerHash(answer),
-        data_through: typeof through === 'string' ? new Date(through) : null,
-        source: edition.source,
-        restates: restated?.edition ?? null,
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    return { row, answer };
-  }
+  await sql`select pg_advisory_xact_lock(hashtext(${`querygate_editions:${edition.report}:${start}:${end}:${scope}`}))`.execute(
+    tx,
+  );
+  const previous =
+    start === null || end === null
+      ? undefined
+      : await tx
+          .selectFrom(EDITIONS)
+          .selectAll()
+          .where('report', '=', edition.report)
+          .where('start_date', '=', start)
+          .where('end_date', '=', end)
+          .where('scope_key', '=', scope)
+          .orderBy('ran_at', 'desc')
+          .limit(1)
+          .executeTakeFirst();
+  const changes = previous ? restatedFigures(previous.answer, edition.answer) : [];
+  const since = previous?.ran_at.toISOString();
+  // Figures equal to a restated edition's are restated still: a second rerun says what the first did.
+  const restated: Restated | undefined =
+    previous && changes.length > 0
+      ? { edition: previous.id, since: since!, changes, text: restatementSentence(since!, changes) }
+      : (previous?.answer.restated as Restated | undefined);
+  const answer = restated ? { ...edition.answer, restated } : edition.answer;
+  const through = answer.data_through;
+  const row = await tx
+    .insertInto(EDITIONS)
+    .values({
+      id: randomBytes(9).toString('base64url'),
+      report: edition.report,
+      start_date: start,
+      end_date: end,
+      scope_key: scope,
+      data_scope: edition.dataScope === undefined ? null : JSON.stringify(edition.dataScope),
+      arguments: JSON.stringify(edition.args),
+      answer: JSON.stringify(answer),
+      hash: answerHash(answer),
+      data_through: typeof through === 'string' ? new Date(through) : null,
+      source: edition.source,
+      restates: restated?.edition ?? null,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return { row, answer };
 }
 
 /** One edition by its id. */

@@ -23,14 +23,14 @@ import type { AnyReport, ReportContext } from '../reports.js';
 import { DeliveryError, send, type Parcel, type Senders } from './destinations.js';
 import {
   claimDelivery,
-  claimRun,
+  claimDue,
   endDelivery,
   lockRunToSettle,
   queueDeliveries,
   runsToSettle,
   scheduleMark,
   setRunState,
-  recordUnrun,
+  type DueEntry,
   type RunRow,
   type ScheduleStore,
   type ScheduleTables,
@@ -135,39 +135,31 @@ export function startScheduler(options: SchedulerOptions): Scheduler {
     const after = Math.max(since.getTime(), lastDue?.getTime() ?? 0);
     for (const dueAt of dueTimes(schedule.cron, options.timeZone, after, nowMs)) {
       const late = nowMs - dueAt.getTime() > MISSED_AFTER_MS;
-      for (const run of schedule.runs) {
-        const key = scopeKey(run.dataScope);
-        const due = { schedule: schedule.name, dueAt, scopeKey: key };
+      // A relative argument (last week) is read on the day the run was due, however late it runs.
+      const ctx: ReportContext = {
+        timeZone: options.timeZone,
+        nowMs: dueAt.getTime(),
+        today: localToday(options.timeZone, dueAt.getTime()),
+      };
+      const entries = schedule.runs.map((run): DueEntry => {
+        const due = { schedule: schedule.name, dueAt, scopeKey: scopeKey(run.dataScope) };
         if (late && schedule.missed === 'skip') {
-          await recordUnrun(store, due, { state: 'skipped', error: 'missed: no replica was running when it was due' });
-          continue;
+          return { unrun: due, state: 'skipped', error: 'missed: no replica was running when it was due' };
         }
-        // A relative argument (last week) is read on the day the run was due, however late it runs.
-        const ctx = {
-          timeZone: options.timeZone,
-          nowMs: dueAt.getTime(),
-          today: localToday(options.timeZone, dueAt.getTime()),
-        } as ReportContext;
-        let args: Record<string, unknown>;
         try {
           const parsed = report.input.parse(schedule.arguments);
-          args = (report.resolve ? report.resolve(parsed, ctx) : parsed) as Record<string, unknown>;
+          const args = (report.resolve ? report.resolve(parsed, ctx) : parsed) as Record<string, unknown>;
+          return {
+            run: { ...due, dataScope: run.dataScope, tool: schedule.report, args, ttlSeconds: options.jobTtlSeconds },
+          };
         } catch (err) {
           const message = err instanceof Error ? err.message.split('\n')[0]! : String(err);
-          await recordUnrun(store, due, { state: 'failed', error: message });
-          logger.error('scheduled report refused its arguments', { alert: true, ...due, message });
-          continue;
+          logger.error('scheduled report refused its arguments', { alert: true, schedule: schedule.name, message });
+          return { unrun: due, state: 'failed', error: message };
         }
-        const jobId = await claimRun(store, {
-          schedule: schedule.name,
-          dueAt,
-          scopeKey: key,
-          dataScope: run.dataScope,
-          tool: schedule.report,
-          args,
-          ttlSeconds: options.jobTtlSeconds,
-        });
-        if (jobId === undefined) continue; // another replica claimed it
+      });
+      // Empty when another replica claimed them first.
+      for (const jobId of await claimDue(store, entries)) {
         logger.info('scheduled report due', {
           schedule: schedule.name,
           due_at: dueAt.toISOString(),

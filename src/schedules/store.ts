@@ -107,56 +107,73 @@ export interface DueRun {
   readonly ttlSeconds: number;
 }
 
-/**
- * Claims a due run: its row, and the job that runs its report, in one transaction. The run's key is
- * its primary key, so of all the replicas that see it due, one inserts it and the others insert
- * nothing: they get undefined. The job is left without an owner, for the job service to claim.
- */
-export async function claimRun(db: ScheduleStore, run: DueRun): Promise<string | undefined> {
-  return db.transaction().execute(async (tx) => {
-    const jobId = `schedule-${runKey(run.schedule, run.dueAt, run.scopeKey)}`;
-    const inserted = await tx
-      .insertInto(RUNS)
-      .values({ schedule: run.schedule, due_at: run.dueAt, scope_key: run.scopeKey, job_id: jobId, state: 'running' })
-      .onConflict((oc) => oc.columns(['schedule', 'due_at', 'scope_key']).doNothing())
-      .returning('job_id')
-      .executeTakeFirst();
-    if (!inserted) return undefined;
-    await tx
-      .insertInto(JOBS)
-      .values({
-        id: jobId,
-        caller: `schedule:${run.schedule}`,
-        data_scope: run.dataScope === undefined ? null : JSON.stringify(run.dataScope),
-        subject: null,
-        client_id: null,
-        tool: run.tool,
-        arguments: JSON.stringify(run.args),
-        state: 'pending',
-        attempts: 0,
-        owner: null,
-        heartbeat_at: null,
-        expires_at: sql<Date>`now() + make_interval(secs => ${run.ttlSeconds})`,
-      })
-      .execute();
-    return jobId;
-  });
-}
+/** What becomes of one scope's run at a due time: it runs, or it is recorded as one that will not. */
+export type DueEntry =
+  | { readonly run: DueRun }
+  | {
+      readonly unrun: { readonly schedule: string; readonly dueAt: Date; readonly scopeKey: string };
+      readonly state: 'skipped' | 'failed';
+      readonly error: string;
+    };
 
 /**
- * Records a due run that will not run: let go (`missed: skip`), or refused before it ran (its arguments
- * read on the day it was due name a week not begun, say), so that the list shows it and it is not seen again.
+ * Claims the runs of one due time, every scope's, in one transaction: each run's row, and the job that
+ * runs its report (or the row of a run that will not run: let go by `missed: skip`, or refused before
+ * it ran). A run's key is its primary key, so of all the replicas that see it due, one inserts it and
+ * the others insert nothing; and a replica that dies half-way claims none of the scopes, so the newest
+ * due time claimed always has all of them. Gives the ids of the jobs inserted, left without an owner
+ * for the job service to claim.
  */
-export async function recordUnrun(
-  db: ScheduleStore,
-  run: { readonly schedule: string; readonly dueAt: Date; readonly scopeKey: string },
-  end: { readonly state: 'skipped' | 'failed'; readonly error: string },
-): Promise<void> {
-  await db
-    .insertInto(RUNS)
-    .values({ schedule: run.schedule, due_at: run.dueAt, scope_key: run.scopeKey, job_id: null, ...end })
-    .onConflict((oc) => oc.columns(['schedule', 'due_at', 'scope_key']).doNothing())
-    .execute();
+export async function claimDue(db: ScheduleStore, entries: readonly DueEntry[]): Promise<string[]> {
+  return db.transaction().execute(async (tx) => {
+    const jobs: string[] = [];
+    for (const entry of entries) {
+      if ('unrun' in entry) {
+        const { schedule, dueAt, scopeKey } = entry.unrun;
+        await tx
+          .insertInto(RUNS)
+          .values({
+            schedule,
+            due_at: dueAt,
+            scope_key: scopeKey,
+            job_id: null,
+            state: entry.state,
+            error: entry.error,
+          })
+          .onConflict((oc) => oc.columns(['schedule', 'due_at', 'scope_key']).doNothing())
+          .execute();
+        continue;
+      }
+      const { run } = entry;
+      const jobId = `schedule-${runKey(run.schedule, run.dueAt, run.scopeKey)}`;
+      const inserted = await tx
+        .insertInto(RUNS)
+        .values({ schedule: run.schedule, due_at: run.dueAt, scope_key: run.scopeKey, job_id: jobId, state: 'running' })
+        .onConflict((oc) => oc.columns(['schedule', 'due_at', 'scope_key']).doNothing())
+        .returning('job_id')
+        .executeTakeFirst();
+      if (!inserted) continue;
+      await tx
+        .insertInto(JOBS)
+        .values({
+          id: jobId,
+          caller: `schedule:${run.schedule}`,
+          data_scope: run.dataScope === undefined ? null : JSON.stringify(run.dataScope),
+          subject: null,
+          client_id: null,
+          tool: run.tool,
+          arguments: JSON.stringify(run.args),
+          state: 'pending',
+          attempts: 0,
+          owner: null,
+          heartbeat_at: null,
+          expires_at: sql<Date>`now() + make_interval(secs => ${run.ttlSeconds})`,
+        })
+        .execute();
+      jobs.push(jobId);
+    }
+    return jobs;
+  });
 }
 
 /** Runs whose job has ended (or is gone), for a replica to settle: keep the edition, queue the deliveries. */
