@@ -20,6 +20,9 @@ import { createScratchDatabase, type ScratchDatabase } from '../support/scratch.
 let scratch: ScratchDatabase;
 let store: JobStore;
 const history = () => historyOf(store.withTables<EditionTables>());
+/** Keeps an edition of the weekly report, of every row unless a scope is given. */
+const keep = (answer: Record<string, unknown>, source = 'cli', dataScope?: { region: string[] }) =>
+  keepEdition(history(), { report: 'weekly_sales_report', args: { week: '2025-W43' }, dataScope, answer, source });
 
 const week = (orders: number, revenue: number) => ({
   week: '2025-W43',
@@ -46,13 +49,7 @@ afterAll(async () => {
 
 describe('the history of reports', () => {
   it('keeps an edition whole, restates a rerun with other figures, and carries a restatement on', async () => {
-    const first = await keepEdition(history(), {
-      report: 'weekly_sales_report',
-      args: { week: 'last_week' },
-      dataScope: undefined,
-      answer: week(177, 19080.37),
-      source: 'schedule:weekly',
-    });
+    const first = await keep(week(177, 19080.37), 'schedule:weekly');
     expect(first.answer.restated).toBeUndefined();
     const found = (await findEdition(history(), first.row.id))!;
     expect(JSON.stringify(found.answer)).toBe(JSON.stringify(first.answer));
@@ -65,22 +62,10 @@ describe('the history of reports', () => {
     ]);
 
     // Another scope and another period are other editions: nothing to restate.
-    const europe = await keepEdition(history(), {
-      report: 'weekly_sales_report',
-      args: { week: '2025-W43' },
-      dataScope: { region: ['Europe'] },
-      answer: week(50, 5000),
-      source: 'cli',
-    });
+    const europe = await keep(week(50, 5000), 'cli', { region: ['Europe'] });
     expect(europe.answer.restated).toBeUndefined();
 
-    const rerun = await keepEdition(history(), {
-      report: 'weekly_sales_report',
-      args: { week: '2025-W43' },
-      dataScope: undefined,
-      answer: week(176, 18898.24),
-      source: 'cli',
-    });
+    const rerun = await keep(week(176, 18898.24), 'cli');
     const restated = rerun.answer.restated as { edition: string; changes: unknown[]; text: string };
     expect(restated.edition).toBe(first.row.id);
     expect(restated.changes).toEqual([
@@ -93,13 +78,7 @@ describe('the history of reports', () => {
     expect(rerun.row.restates).toBe(first.row.id);
 
     // The same figures again: still restated since the edition that was sent.
-    const again = await keepEdition(history(), {
-      report: 'weekly_sales_report',
-      args: { week: '2025-W43' },
-      dataScope: undefined,
-      answer: week(176, 18898.24),
-      source: 'cli',
-    });
+    const again = await keep(week(176, 18898.24), 'cli');
     expect(again.answer.restated).toEqual(restated);
 
     const listed = await listEditions(history(), { report: 'weekly_sales_report', limit: 10 });
