@@ -7,14 +7,10 @@
 import { formatMoney, formatNumber, formatRate, signed } from '../src/render/figures.js';
 import { htmlId, htmlNotes, htmlPage, htmlTable, markup, type Markup } from '../src/render/html.js';
 import { barChart } from '../src/render/svg.js';
-import { METRIC_NAMES } from './weekly-markdown.js';
-import { direction, metricKind, type WeeklySalesReport } from './weekly-shape.js';
+import { changeUnit, headlineOf, METRIC_NAMES, metricFigure } from './weekly-figures.js';
+import type { WeeklySalesReport } from './weekly-shape.js';
 
 type Report = WeeklySalesReport;
-
-const unit = (m: Report['metrics'][number]): string => (m.change_unit === 'percent' ? ' %' : ' pp');
-const value = (m: Report['metrics'][number], v: number | null): string =>
-  ({ money: formatMoney, rate: formatRate, count: formatNumber })[metricKind(m)](v);
 
 /**
  * The headline figures: each metric this week, its change against the week before, and whether that is
@@ -22,12 +18,11 @@ const value = (m: Report['metrics'][number], v: number | null): string =>
  */
 function headlines(r: Report): Markup {
   const cards = r.metrics.map((m) => {
-    const way = direction(m);
-    const change = signed(m.change_vs_last_week, unit(m));
+    const { label, value, change, way } = headlineOf(m);
     return markup`<div class="headline${way ? ` ${way}` : ''}">
-<p class="label">${METRIC_NAMES[m.metric] ?? m.metric}${m.currency ? `, ${m.currency}` : ''}</p>
-<p class="value">${value(m, m.value)}</p>
-<p class="change">${way === 'better' ? '▲ ' : way === 'worse' ? '▼ ' : ''}${change} against the week before${way && way !== 'unchanged' ? ` (${way})` : ''}</p>
+<p class="label">${label}</p>
+<p class="value">${value}</p>
+<p class="change">${change}</p>
 </div>
 `;
   });
@@ -51,11 +46,11 @@ function figures(r: Report): Markup {
     rows: r.metrics.map((m) => [
       METRIC_NAMES[m.metric] ?? m.metric,
       m.currency,
-      value(m, m.value),
-      value(m, m.last_week),
-      signed(m.change_vs_last_week, unit(m)),
-      value(m, m.year_ago),
-      signed(m.change_vs_year_ago, unit(m)),
+      metricFigure(m, m.value),
+      metricFigure(m, m.last_week),
+      signed(m.change_vs_last_week, changeUnit(m)),
+      metricFigure(m, m.year_ago),
+      signed(m.change_vs_year_ago, changeUnit(m)),
     ]),
   });
 }

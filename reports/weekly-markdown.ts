@@ -4,18 +4,10 @@
  */
 import { formatMoney, formatNumber, formatRate, signed } from '../src/render/figures.js';
 import { markdownNotes, markdownTable as table } from '../src/render/markdown.js';
-import { direction, metricKind, type WeeklySalesReport } from './weekly-shape.js';
+import { changeUnit, headlineOf, METRIC_NAMES, metricFigure } from './weekly-figures.js';
+import type { WeeklySalesReport } from './weekly-shape.js';
 
 type Report = WeeklySalesReport;
-
-/** What each figure of the report is called where a person reads it. */
-export const METRIC_NAMES: Readonly<Record<string, string>> = {
-  revenue: 'Net revenue',
-  order_count: 'Orders placed',
-  avg_order_value: 'Average order value',
-  cancellation_rate: 'Cancellation rate (%)',
-  refund_rate: 'Refund rate (%)',
-};
 
 /** A segment's net revenue this week and the week before, one row per segment and currency. */
 const segments = (
@@ -34,9 +26,6 @@ const segments = (
   );
 
 export function weeklyMarkdown(r: Report): string {
-  const unit = (m: Report['metrics'][number]): string => (m.change_unit === 'percent' ? ' %' : ' pp');
-  const value = (m: Report['metrics'][number], v: number | null): string =>
-    ({ money: formatMoney, rate: formatRate, count: formatNumber })[metricKind(m)](v);
   const parts = [
     `# Weekly sales report ${r.week}`,
     '',
@@ -46,10 +35,8 @@ export function weeklyMarkdown(r: Report): string {
     `**${r.summary}**`,
     '',
     ...r.metrics.map((m) => {
-      const way = direction(m);
-      const arrow = way === 'better' ? '▲ ' : way === 'worse' ? '▼ ' : '';
-      const verdict = way && way !== 'unchanged' ? ` (${way})` : '';
-      return `- ${METRIC_NAMES[m.metric] ?? m.metric}${m.currency ? `, ${m.currency}` : ''}: **${value(m, m.value)}**, ${arrow}${signed(m.change_vs_last_week, unit(m))} against the week before${verdict}`;
+      const headline = headlineOf(m);
+      return `- ${headline.label}: **${headline.value}**, ${headline.change}`;
     }),
     '',
     `## Figures`,
@@ -61,11 +48,11 @@ export function weeklyMarkdown(r: Report): string {
       r.metrics.map((m) => [
         METRIC_NAMES[m.metric] ?? m.metric,
         m.currency,
-        value(m, m.value),
-        value(m, m.last_week),
-        signed(m.change_vs_last_week, unit(m)),
-        value(m, m.year_ago),
-        signed(m.change_vs_year_ago, unit(m)),
+        metricFigure(m, m.value),
+        metricFigure(m, m.last_week),
+        signed(m.change_vs_last_week, changeUnit(m)),
+        metricFigure(m, m.year_ago),
+        signed(m.change_vs_year_ago, changeUnit(m)),
       ]),
     ),
     `## Revenue by day`,

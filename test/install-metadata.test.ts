@@ -4,7 +4,7 @@
  * name this package, its version, its tools, and only environment variables the server reads, with
  * defaults that change nothing. The installs themselves are checked by `npm run check:packaging`.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { Ajv } from 'ajv';
 import formats from 'ajv-formats';
 import { describe, expect, it } from 'vitest';
@@ -90,6 +90,12 @@ describe('server.json, for the MCP Registry', () => {
     expect(validateServerJson.errors?.map((e) => e.instancePath)).toEqual(
       expect.arrayContaining(['/description', '/packages/0/version']),
     );
+  });
+
+  it('has a bin that runs from a clone: `npx querygate` inside it finds dist/src/cli.js executable', () => {
+    // npm marks a dependency's bin executable when it installs it, but not the clone's own: the build does.
+    expect((pkg as { bin: Record<string, string> }).bin.querygate).toBe('dist/src/cli.js');
+    expect(statSync('dist/src/cli.js').mode & 0o111).toBe(0o111);
   });
 
   it('is named by package.json and names this npm package and version, run over stdio', () => {

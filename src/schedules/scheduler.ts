@@ -14,6 +14,7 @@ import { Cron } from 'croner';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ScheduleSettings } from '../config-file/index.js';
 import type { Logger } from '../lib/logger.js';
+import { isoInZone } from '../lib/local-day.js';
 import { localToday } from '../lib/periods.js';
 import { deleteOldEditions, historyOf, keepEditionIn, scopeKey, type EditionRow } from '../history/editions.js';
 import { reportFiles, rendered, type ReportFormat } from '../output/files.js';
@@ -232,7 +233,9 @@ export function startScheduler(options: SchedulerOptions): Scheduler {
     const cached = made.get(cacheKey);
     if (cached) return cached;
     const scope = edition.data_scope === null ? '' : `-${safeName(Object.values(edition.data_scope).flat().join('-'))}`;
-    const stem = `${schedule.name}-${localToday(options.timeZone, dueAt.getTime())}${scope}`;
+    // The due time on the zone's wall clock: each run of a schedule has files of its own (weekly-sales-2026-11-30-0800).
+    const due = isoInZone(dueAt.getTime(), options.timeZone).slice(0, 16).replace('T', '-').replace(':', '');
+    const stem = `${schedule.name}-${due}${scope}`;
     const formats = [...schedule.formats] as ReportFormat[];
     const files = await reportFiles(report, formats, stem, edition.answer, options.print);
     const named = files.map((f) => ({ name: f.path === stem ? `${stem}.${formats[0]}` : f.path!, content: f.text }));

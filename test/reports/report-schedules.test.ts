@@ -53,9 +53,9 @@ const EDGE_ORDERS: [number, string, string, string][] = [
   [983004, 'paid', '2025-03-30T22:30:00Z', '500.00'],
 ];
 
-/** A six-field cron for one instant, as Berlin's wall clock shows it. */
-function cronAt(at: Date): string {
-  const parts = Object.fromEntries(
+/** An instant on Berlin's wall clock: its year, month, day, hour, minute and second. */
+function berlin(at: Date): Record<'year' | 'month' | 'day' | 'hour' | 'minute' | 'second', number> {
+  return Object.fromEntries(
     new Intl.DateTimeFormat('en-GB', {
       timeZone: ZONE,
       hourCycle: 'h23',
@@ -67,9 +67,22 @@ function cronAt(at: Date): string {
       second: 'numeric',
     })
       .formatToParts(at)
+      .filter((p) => p.type !== 'literal')
       .map((p) => [p.type, Number(p.value)]),
-  ) as Record<string, number>;
-  return `${parts.second} ${parts.minute} ${parts.hour} ${parts.day} ${parts.month} *`;
+  ) as Record<'year' | 'month' | 'day' | 'hour' | 'minute' | 'second', number>;
+}
+
+/** A six-field cron for one instant, as Berlin's wall clock shows it. */
+function cronAt(at: Date): string {
+  const p = berlin(at);
+  return `${p.second} ${p.minute} ${p.hour} ${p.day} ${p.month} *`;
+}
+
+/** The stem of a run's files: the schedule, and the due time on Berlin's wall clock (weekly-team-2026-12-05-1744). */
+function stemAt(schedule: string, at: Date): string {
+  const p = berlin(at);
+  const two = (n: number) => String(n).padStart(2, '0');
+  return `${schedule}-${p.year}-${two(p.month)}-${two(p.day)}-${two(p.hour)}${two(p.minute)}`;
 }
 
 async function listen(server: { listen: (port: number, host: string, done: () => void) => unknown }): Promise<void> {
@@ -252,6 +265,7 @@ describe('a schedule on two replicas', () => {
       new Set(['EUR', 'USD']),
     );
     expect(attachment(team!, '.pdf')!.content.subarray(0, 5).toString()).toBe('%PDF-');
+    expect(team!.attachments.map((a) => a.filename).sort()).toContain(`${stemAt('weekly-team', dueAt)}.pdf`);
     // The declared rules, judged on the figures just held to the raw orders.
     const metric = (name: string, currency: string | null) =>
       answer.metrics.find((m) => m.metric === name && m.currency === currency)!;
@@ -304,7 +318,7 @@ describe('a schedule on two replicas', () => {
     const scoped = JSON.parse(attachment(europe!, '.json')!.content.toString('utf8')) as WeeklyReport;
     checkWeeklyReport(only(data, 'Europe'), scoped, ZONE, FROM, TO);
     expect(europe!.html).toContain('<p class="notice scope">Data scope: region: Europe.');
-    expect(attachment(europe!, '.pdf')).toBeDefined();
+    expect(attachment(europe!, '.pdf')!.filename).toBe(`${stemAt('weekly-team', dueAt)}-Europe.pdf`);
     expect(attachment(europe!, '.about.csv')!.content.toString('utf8')).toContain('data_scope.region,Europe');
   });
 
