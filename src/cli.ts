@@ -193,6 +193,9 @@ async function serve(
   const stopSignal = new Promise<void>((resolve) => stopping.signal.addEventListener('abort', () => resolve()));
   // Fail on a taken port before spending seconds on the database.
   if (options.http) await assertPortFree(options.host, options.port);
+  if (!options.http && (configFile?.schedules.length ?? 0) > 0) {
+    logger.info('the configuration file schedules reports: serve --http runs them; this server over stdio does not');
+  }
   let app: App;
   try {
     app = await startApp(config, logger, {

@@ -94,13 +94,18 @@ export async function reportFiles(
 ): Promise<ReportFile[]> {
   const single = formats.length === 1 && formats[0] !== 'csv';
   const files: ReportFile[] = [];
+  // Laid out once when both the page and its PDF are asked for.
+  let html: string | undefined;
+  const page = (): string => (html ??= rendered(report, 'html', answer));
   for (const format of formats) {
     if (format === 'csv') {
       const tables = csvFiles(answer, tableColumns(report));
       files.push(...tables.map((file) => ({ path: `${out}.${file.name}.csv`, text: file.text })));
     } else if (format === 'pdf') {
       if (!print) throw new ConfigError('--format pdf: nothing to print it with');
-      files.push({ path: single ? out : `${out}.pdf`, text: await print(rendered(report, 'html', answer)) });
+      files.push({ path: single ? out : `${out}.pdf`, text: await print(page()) });
+    } else if (format === 'html') {
+      files.push({ path: single ? out : `${out}.html`, text: page() });
     } else {
       files.push({ path: single ? out : `${out}.${format}`, text: rendered(report, format, answer) });
     }
