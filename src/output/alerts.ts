@@ -46,8 +46,7 @@ export function firedAlerts(answer: Record<string, unknown>, rules: readonly Ale
       }
       continue;
     }
-    // One figure, or every figure of its column whatever its row (`metrics: revenue * value` is not a
-    // thing: a rule names one row by its text, as the restatement does).
+    // One figure: a rule names its row by the row's text, as a restatement does (no wildcard over rows).
     const value = figures.get(rule.figure);
     if (value === undefined || value === null) continue;
     const over = rule.above !== undefined && value > rule.above;
