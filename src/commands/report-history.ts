@@ -10,6 +10,7 @@ import type { JobStore } from '../jobs/store.js';
 import { quote } from '../lib/date-range.js';
 import { describeScope } from '../lib/data-scope.js';
 import { ConfigError } from '../lib/errors.js';
+import { utcMinute } from '../lib/local-day.js';
 import { checkOutput, REPORT_FORMATS, reportFiles, writeReportFiles, type ReportFormat } from '../output/files.js';
 import { findChromium, printPdf } from '../output/pdf.js';
 import type { AnyReport } from '../reports.js';
@@ -43,8 +44,7 @@ function flags(argv: readonly string[], allowed: readonly string[], command: str
   return out;
 }
 
-const minute = (date: Date | null): string =>
-  date === null ? '–' : `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+const minute = (date: Date | null): string => (date === null ? '–' : utcMinute(date.getTime()));
 
 /** Rows as columns padded to their widest cell. */
 function table(rows: readonly (readonly string[])[]): string {

@@ -11,7 +11,6 @@ import { z } from 'zod';
 import { isTimeZone } from '../config.js';
 import { ConfigError } from '../lib/errors.js';
 import { MAX_ROWS } from '../lib/arguments.js';
-import { DURATION_RULE, durationMs } from '../lib/durations.js';
 import type { TemplateLimits } from '../registry/types.js';
 import { oauthSchema, oauthSettingsOf, type OAuthSettings } from './oauth.js';
 export {
@@ -22,7 +21,8 @@ export {
   type ScheduleSettings,
   type SmtpSettings,
 } from './schedules.js';
-import type { AlertRule } from '../output/alerts.js';
+export type { ReportSettings } from './reports.js';
+import { reportSettingsOf, reportsSchema, type ReportSettings } from './reports.js';
 import { schedulesOf, schedulesSchema, type ScheduleSettings, type SmtpSettings } from './schedules.js';
 
 export {
@@ -67,13 +67,6 @@ export interface ConfigFile {
   readonly smtp: SmtpSettings | undefined;
   /** How long editions are kept in the history; for ever when undefined. */
   readonly historyKeepMs: number | undefined;
-}
-
-export interface ReportSettings {
-  /** `stale_after`: a report whose newest data are older than this (milliseconds) fails as stale. */
-  readonly staleAfterMs?: number;
-  /** `alerts`: rules over the report's figures, evaluated with every run (src/output/alerts.ts). */
-  readonly alerts?: readonly AlertRule[];
 }
 
 /** A pack the server could serve: its name, where it was loaded from (for `path` entries), its templates. */
@@ -173,40 +166,7 @@ function schema(options: ConfigFileOptions) {
         )
         .default({}),
       oauth: oauthSchema(wholeNumber, NAME).optional(),
-      reports: z
-        .record(
-          z.string(),
-          z.strictObject({
-            stale_after: z
-              .string({ error: 'must be a duration such as 36h' })
-              .refine((text) => durationMs(text) !== undefined, DURATION_RULE)
-              .optional(),
-            alerts: z
-              .array(
-                z.union(
-                  [
-                    z
-                      .strictObject({
-                        figure: z.string().min(1, 'must name a figure'),
-                        above: z.number({ error: 'must be a number' }).optional(),
-                        below: z.number({ error: 'must be a number' }).optional(),
-                      })
-                      .refine((r) => r.above !== undefined || r.below !== undefined, 'give "above", "below", or both'),
-                    z.strictObject({ rows_in: z.string().min(1, 'must name a table') }),
-                  ],
-                  { error: 'must be { figure, above and/or below } or { rows_in: TABLE }' },
-                ),
-                { error: 'must be a list of rules' },
-              )
-              .min(1, 'must list at least one rule')
-              .optional(),
-          }),
-          {
-            error: (issue) =>
-              issue.code === 'invalid_type' ? 'must be a mapping of report names to settings' : undefined,
-          },
-        )
-        .default({}),
+      reports: reportsSchema(),
       ...schedulesSchema(),
     },
     { error: 'must be a mapping' },
@@ -266,27 +226,7 @@ export function parseConfigFile(value: unknown, options: ConfigFileOptions): Con
     smallGroupThreshold: file.small_group_threshold,
     scopes: file.scopes,
     oauth: file.oauth && oauthSettingsOf(file.oauth),
-    reports: Object.fromEntries(
-      Object.entries(file.reports).map(([report, { stale_after, alerts }]) => [
-        report,
-        {
-          ...(stale_after === undefined ? {} : { staleAfterMs: durationMs(stale_after)! }),
-          ...(alerts === undefined
-            ? {}
-            : {
-                alerts: alerts.map((rule): AlertRule =>
-                  'rows_in' in rule
-                    ? { rowsIn: rule.rows_in }
-                    : {
-                        figure: rule.figure,
-                        ...(rule.above === undefined ? {} : { above: rule.above }),
-                        ...(rule.below === undefined ? {} : { below: rule.below }),
-                      },
-                ),
-              }),
-        },
-      ]),
-    ),
+    reports: reportSettingsOf(file.reports),
     ...schedulesOf(file),
   };
 }

@@ -6,7 +6,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { sql, type ColumnType, type Generated, type Kysely, type Selectable } from 'kysely';
-import type { DataScope } from '../lib/data-scope.js';
+import { scopeKey, type DataScope } from '../lib/data-scope.js';
 import { restatedFigures, restatementSentence, type FigureChange } from './restatement.js';
 
 type Json<T> = ColumnType<T, string, string>;
@@ -41,16 +41,6 @@ export type EditionRow = Selectable<EditionsTable>;
 export const historyOf = <DB extends EditionTables>(db: Kysely<DB>): Kysely<EditionTables> =>
   db as unknown as Kysely<EditionTables>;
 const EDITIONS = 'querygate_jobs.report_editions' as const;
-
-/** The scope as a key: the dimensions and their values in order, or '' for every row. */
-export function scopeKey(scope: DataScope | undefined): string {
-  if (scope === undefined || Object.keys(scope).length === 0) return '';
-  return JSON.stringify(
-    Object.keys(scope)
-      .sort()
-      .map((dimension) => [dimension, [...new Set(scope[dimension])].sort()]),
-  );
-}
 
 /** An answer's fingerprint: SHA-256 of its JSON with the keys of every object in order. */
 export function answerHash(answer: unknown): string {

@@ -5,6 +5,7 @@
  * pack's report without knowing its shape. Text (the summary, notes) and the answer's own time stamps
  * are not figures: they differ on every run and restate nothing.
  */
+import { utcMinute } from '../lib/local-day.js';
 import { formatNumber } from '../render/figures.js';
 
 export interface FigureChange {
@@ -73,5 +74,5 @@ export function restatementSentence(sinceIso: string, changes: readonly FigureCh
     .map((c) => `${c.figure} ${shown(c.was)} → ${shown(c.now)}`)
     .join('; ');
   const more = changes.length > NAMED ? `; and ${changes.length - NAMED} more figures` : '';
-  return `Restated since the edition of ${sinceIso.slice(0, 16).replace('T', ' ')} UTC: ${named}${more}.`;
+  return `Restated since the edition of ${utcMinute(Date.parse(sinceIso))}: ${named}${more}.`;
 }

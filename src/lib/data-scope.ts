@@ -16,18 +16,25 @@ export function scopeOf(caller: { readonly dataScope?: DataScope }): DataScope |
 }
 
 /**
+ * A scope as a key: its dimensions in order, each with its values once and in order; '' for a caller
+ * who sees every row. Two scopes that allow the same rows have the same key.
+ */
+export function scopeKey(scope: DataScope | undefined): string {
+  if (scope === undefined || Object.keys(scope).length === 0) return '';
+  return JSON.stringify(
+    Object.keys(scope)
+      .sort()
+      .map((dimension) => [dimension, [...new Set(scope[dimension])].sort()]),
+  );
+}
+
+/**
  * Whether two scopes (as scopeOf gives them) allow the same rows: the same dimensions, each with the
  * same values, in any order. A job is read only under the scope it was submitted with.
  */
 export function sameScope(a: DataScope | undefined, b: DataScope | undefined): boolean {
   if (a === undefined || b === undefined) return a === b;
-  const canonical = (scope: DataScope): string =>
-    JSON.stringify(
-      Object.keys(scope)
-        .sort()
-        .map((dimension) => [dimension, [...new Set(scope[dimension])].sort()]),
-    );
-  return canonical(a) === canonical(b);
+  return scopeKey(a) === scopeKey(b);
 }
 
 /**

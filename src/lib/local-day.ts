@@ -163,3 +163,8 @@ function isoWithOffset(ms: number, offset: number): string {
   const minutes = Math.abs(exact) / 60_000;
   return `${stamp}${sign}${pad(Math.floor(minutes / 60))}:${pad(minutes % 60)}`;
 }
+
+/** An instant to the minute as a person reads it in a report or a listing: "2026-12-04 23:44 UTC". */
+export function utcMinute(ms: number): string {
+  return `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}

@@ -5,8 +5,7 @@
  */
 import { ConfigError } from '../lib/errors.js';
 import { describeDuration } from '../lib/durations.js';
-
-const minute = (ms: number): string => `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+import { utcMinute } from '../lib/local-day.js';
 
 /**
  * Why an answer is stale, when its newest data are older than the bound at `nowMs`; undefined when
@@ -29,5 +28,5 @@ export function staleness(answer: Record<string, unknown>, boundMs: number, nowM
       : minutes >= 120
         ? `${Math.floor(minutes / 60)} hours`
         : `${minutes} minutes`;
-  return `Stale data: the newest data are from ${minute(through)}, ${age} before this report ran (${minute(nowMs)}), older than its bound of ${bound}. The figures stop there.`;
+  return `Stale data: the newest data are from ${utcMinute(through)}, ${age} before this report ran (${utcMinute(nowMs)}), older than its bound of ${bound}. The figures stop there.`;
 }
